@@ -1,0 +1,57 @@
+"""The exception tree.
+
+::
+
+    CourtlyError
+    ├── InvalidURL            a string that cannot be a crawlable http(s) URL
+    ├── ConfigError           a configuration that cannot be used (clear message for the CLI)
+    ├── StateError            a state directory that is corrupt, foreign or from a newer version
+    └── FetchError            a fetch that failed before a response (kind says why)
+        └── BlockedAddress    the address guard refused the resolved IP
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "BlockedAddress",
+    "ConfigError",
+    "CourtlyError",
+    "FetchError",
+    "InvalidURL",
+    "StateError",
+]
+
+
+class CourtlyError(Exception):
+    """Base class of every error courtly raises on purpose."""
+
+
+class InvalidURL(CourtlyError, ValueError):
+    """The string is not a crawlable http(s) URL (bad syntax, bad host, too long)."""
+
+
+class ConfigError(CourtlyError, ValueError):
+    """A configuration value is unusable; the message says which and why."""
+
+
+class StateError(CourtlyError):
+    """A state directory is corrupt, foreign, or written by a newer courtly."""
+
+
+class FetchError(CourtlyError):
+    """A fetch failed before an HTTP response arrived.
+
+    ``kind`` is a short stable label used in counters: ``"dns"``, ``"connect"``,
+    ``"timeout"``, ``"blocked"``, ``"too_large"``, ``"protocol"``.
+    """
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class BlockedAddress(FetchError):
+    """The address guard refused to connect to a resolved IP (private, loopback, metadata...)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("blocked", message)
