@@ -1,0 +1,59 @@
+"""Records that cross the fetch seam."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+__all__ = ["FetchResult", "Fetcher"]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """One HTTP exchange, redirects *not* followed.
+
+    ``body`` is the payload after content-decoding (gzip/deflate/br), capped:
+    ``truncated`` is true when the cap (or a broken connection) cut it short.
+    ``raw_body`` is the bytes as they came off the wire (still content-encoded),
+    for archiving; it may equal ``body``. ``headers`` keep order and duplicates,
+    names as sent. Times are epoch seconds from the fetcher's clock:
+    ``started_at`` when the request was sent, ``ended_at`` when the last byte
+    was read (or the read was abandoned).
+    """
+
+    url: str
+    status: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    started_at: float
+    ended_at: float
+    truncated: bool = False
+    raw_body: bytes | None = None
+    http_version: str = "1.1"
+    reason: str = ""
+    ip: str | None = None
+    request_headers: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def elapsed_s(self) -> float:
+        """Wall time of the exchange, seconds."""
+        return max(0.0, self.ended_at - self.started_at)
+
+    def header(self, name: str) -> str | None:
+        """The first header called ``name`` (case-insensitive), or ``None``."""
+        lname = name.lower()
+        for key, value in self.headers:
+            if key.lower() == lname:
+                return value
+        return None
+
+
+class Fetcher(Protocol):
+    """Fetch one URL with one GET; raise :class:`courtly.errors.FetchError` if no response came.
+
+    Implementations never follow redirects: a 3xx comes back as a result with a
+    ``Location`` header, so the caller decides (the frontier for pages, the
+    robots fetch policy for robots.txt).
+    """
+
+    async def fetch(self, url: str) -> FetchResult: ...
