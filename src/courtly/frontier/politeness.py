@@ -1,0 +1,186 @@
+"""Politeness policy: pure functions of plain values.
+
+The gap rule (DESIGN.md): the next request to a host starts no earlier than the
+end of the previous response plus::
+
+    max(min_delay_s, delay_factor × last fetch duration, robots Crawl-delay, back-off)
+
+The first two terms are capped by ``max_delay_s``; robots' Crawl-delay and
+server-requested back-off (``Retry-After``) are not capped by it: they are the
+server's own words. Back-off grows from three signals: 429/503 (with
+``Retry-After`` if given), error streaks, and a doubling of latency against the
+host's baseline. A host whose errors keep coming is *parked* for growing
+intervals and, after ``retire_after_parks`` parkings, *retired*.
+
+Nothing here reads a clock: every time comes in as an argument.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from email.utils import parsedate_to_datetime
+
+from courtly.frontier.records import HostState, Outcome, OutcomeKind
+
+__all__ = [
+    "PolitenessConfig",
+    "apply_outcome",
+    "is_parked",
+    "parse_retry_after",
+    "politeness_delay_s",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessConfig:
+    """Politeness knobs. Durations in seconds."""
+
+    min_delay_s: float = 1.0
+    """Floor of the gap between two requests to one host."""
+    delay_factor: float = 2.0
+    """Multiple of the last fetch's duration: a slow server earns a longer pause."""
+    max_delay_s: float = 60.0
+    """Cap on the min-delay/delay-factor terms (not on Crawl-delay or Retry-After)."""
+    max_retry_after_s: float = 86_400.0
+    """A longer ``Retry-After`` is clamped to this (and the host is then parked)."""
+    error_backoff_s: float = 5.0
+    """Back-off after the first failure; doubles with each further one."""
+    max_backoff_s: float = 600.0
+    """Cap on error-streak back-off."""
+    latency_alpha: float = 0.2
+    """Weight of a new sample in the latency baseline (exponential mean)."""
+    latency_doubling: float = 2.0
+    """A fetch this many times slower than the baseline counts as the host struggling."""
+    min_latency_for_backoff_s: float = 0.05
+    """Latency signals are ignored below this baseline (loopback jitter is not a struggle)."""
+    park_after_errors: int = 5
+    """This many consecutive failures park the host."""
+    park_s: float = 60.0
+    """First parking interval; doubles with each parking."""
+    retire_after_parks: int = 4
+    """After this many parkings without a success in between the host is retired."""
+
+    def __post_init__(self) -> None:
+        for name in ("min_delay_s", "delay_factor", "max_delay_s", "error_backoff_s", "park_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
+        if self.max_delay_s < self.min_delay_s:
+            raise ValueError("max_delay_s must be >= min_delay_s")
+
+
+def politeness_delay_s(
+    last_fetch_s: float,
+    crawl_delay_s: float | None,
+    backoff_s: float,
+    cfg: PolitenessConfig,
+) -> float:
+    """The gap to leave after a response ends, in seconds.
+
+    ``max(min(max(min_delay, factor × last_fetch), max_delay), crawl_delay, backoff)``.
+    """
+    base = cfg.delay_factor * last_fetch_s
+    if base < cfg.min_delay_s:
+        base = cfg.min_delay_s
+    elif base > cfg.max_delay_s:
+        base = cfg.max_delay_s
+    if crawl_delay_s is not None and crawl_delay_s > base:
+        base = crawl_delay_s
+    return backoff_s if backoff_s > base else base
+
+
+def parse_retry_after(value: str | None, now_at: float) -> float | None:
+    """A ``Retry-After`` header as seconds from ``now_at``; ``None`` if absent or garbage.
+
+    Accepts delta-seconds (``"120"``) and an HTTP-date; a date in the past gives 0.
+    """
+    if value is None:
+        return None
+    text = value.strip()
+    if not text:
+        return None
+    if text.isdigit():
+        return float(int(text))
+    try:
+        seconds = float(text)
+    except ValueError:
+        pass
+    else:
+        return seconds if math.isfinite(seconds) and seconds >= 0 else None
+    try:
+        when = parsedate_to_datetime(text)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    if when.tzinfo is None:
+        return None
+    return max(0.0, when.timestamp() - now_at)
+
+
+def is_parked(state: HostState, cfg: PolitenessConfig) -> bool:
+    """True while a host waits because of failures rather than plain politeness."""
+    return state.error_streak > 0 or state.backoff_s > cfg.min_delay_s
+
+
+def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> HostState:
+    """The host's state after one leased fetch ended with ``outcome``.
+
+    Pure. ``next_allowed_at`` is always measured from ``outcome.ended_at``, so the
+    gap holds from the end of the response, whatever the fetch took.
+    """
+    kind = outcome.kind
+    if kind is OutcomeKind.NO_REQUEST:
+        return state
+    elapsed = outcome.elapsed_s
+    crawl_delay = outcome.crawl_delay_s if outcome.crawl_delay_s is not None else state.crawl_delay_s
+    requests = state.requests_made + 1
+    baseline = state.latency_baseline_s
+    backoff = state.backoff_s
+    streak = state.error_streak
+    parks = state.parks
+    retired = state.retired
+    park_until = 0.0
+
+    if kind is OutcomeKind.SUCCESS:
+        slow = (
+            baseline >= cfg.min_latency_for_backoff_s and elapsed >= cfg.latency_doubling * baseline
+        )
+        if slow:
+            backoff = min(max(2 * backoff, 2 * cfg.min_delay_s, elapsed), cfg.max_backoff_s)
+        else:
+            backoff = backoff / 2 if backoff / 2 > cfg.min_delay_s else 0.0
+        baseline = elapsed if baseline == 0.0 else baseline + cfg.latency_alpha * (elapsed - baseline)
+        streak = 0
+        parks = 0
+    else:
+        streak += 1
+        if kind is OutcomeKind.THROTTLED and outcome.retry_after_s is not None:
+            wanted = min(outcome.retry_after_s, cfg.max_retry_after_s)
+            backoff = max(wanted, cfg.min_delay_s)
+        else:
+            backoff = min(cfg.error_backoff_s * 2 ** min(streak - 1, 30), cfg.max_backoff_s)
+        if streak >= cfg.park_after_errors:
+            parks += 1
+            streak = 0
+            if parks >= cfg.retire_after_parks:
+                retired = "failing"
+            park_until = outcome.ended_at + cfg.park_s * 2 ** (parks - 1)
+
+    gap = politeness_delay_s(elapsed, crawl_delay, backoff, cfg)
+    next_at = outcome.ended_at + gap
+    if park_until > next_at:
+        next_at = park_until
+    if next_at < state.next_allowed_at:
+        next_at = state.next_allowed_at
+    return replace(
+        state,
+        next_allowed_at=next_at,
+        last_fetch_s=elapsed,
+        latency_baseline_s=baseline,
+        backoff_s=backoff,
+        error_streak=streak,
+        parks=parks,
+        requests_made=requests,
+        crawl_delay_s=crawl_delay,
+        retired=retired,
+    )

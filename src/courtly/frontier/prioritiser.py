@@ -1,0 +1,50 @@
+"""The prioritiser: URL signals -> front-queue level (0 is the most urgent).
+
+A pure function of plain values. The default policy, for ``levels`` = L:
+
+* seeds go to level 0, and so do recrawls of known pages (a recrawl lane must
+  not wait behind bulk discovery);
+* discovered URLs start at level ``1 + depth // depth_step`` (shallow pages first:
+  breadth-first is the classic way to find good pages early);
+* every ``inlinks_step`` in-links seen so far lift a URL one level;
+* ``host_quality`` in [-1, 1] shifts it by up to one level either way;
+* the result is clamped to ``[0, L-1]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["PrioritySignals", "prioritise"]
+
+
+@dataclass(frozen=True, slots=True)
+class PrioritySignals:
+    """What is known about a URL when it is discovered."""
+
+    depth: int = 0
+    is_seed: bool = False
+    inlinks: int = 0
+    host_quality: float = 0.0
+    is_recrawl: bool = False
+
+
+def prioritise(
+    signals: PrioritySignals,
+    levels: int,
+    *,
+    depth_step: int = 2,
+    inlinks_step: int = 4,
+) -> int:
+    """The front-queue level for a URL with these signals (see the module doc)."""
+    if signals.is_seed or signals.is_recrawl:
+        return 0
+    level = 1 + signals.depth // depth_step
+    level -= signals.inlinks // inlinks_step
+    if signals.host_quality >= 0.5:
+        level -= 1
+    elif signals.host_quality <= -0.5:
+        level += 1
+    if level < 0:
+        return 0
+    return level if level < levels else levels - 1

@@ -1,0 +1,177 @@
+"""Frontier records: what goes in, what comes out, and per-host politeness state.
+
+All records are frozen and slotted. Times named ``*_at`` are epoch seconds from
+the frontier's clock; durations named ``*_s`` are seconds.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+__all__ = [
+    "AddStatus",
+    "FrontierCounts",
+    "HostState",
+    "Lease",
+    "Outcome",
+    "OutcomeKind",
+    "QueuedUrl",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedUrl:
+    """A canonical URL on its way into the front tier.
+
+    ``level`` is the front-queue level chosen by the prioritiser (0 is the most
+    urgent); ``host_key`` is the politeness unit the URL belongs to.
+    """
+
+    url: str
+    host_key: str
+    level: int
+    depth: int = 0
+
+
+class AddStatus(enum.IntEnum):
+    """What happened to one URL offered to the frontier."""
+
+    QUEUED = 0
+    """New: it is in a front or back queue now."""
+    SEEN = 1
+    """Already seen (queued, fetched, or skipped before): dropped."""
+    OVER_HOST_BUDGET = 2
+    """The host already has its cap of queued URLs; dropped, not marked seen."""
+    OVER_CRAWL_BUDGET = 3
+    """The crawl already has its cap of queued URLs; dropped, not marked seen."""
+    HOST_RETIRED = 4
+    """The host was retired (dead, or its request budget is spent); dropped."""
+    INVALID = 5
+    """Not a crawlable URL."""
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """Politeness state of one host key.
+
+    ``next_allowed_at`` is the earliest time the next request may start.
+    ``last_fetch_s`` is the duration of the last exchange; ``latency_baseline_s``
+    an exponentially weighted mean of past durations (0 until the first one).
+    ``backoff_s`` is the current back-off floor on the delay; ``error_streak``
+    counts consecutive failures; ``parks`` counts how often the host was parked;
+    ``crawl_delay_s`` is the robots.txt Crawl-delay last reported for it.
+    ``retired`` is a reason string once the host is given up, else ``None``.
+    """
+
+    host_key: str
+    next_allowed_at: float = 0.0
+    last_fetch_s: float = 0.0
+    latency_baseline_s: float = 0.0
+    backoff_s: float = 0.0
+    error_streak: int = 0
+    parks: int = 0
+    requests_made: int = 0
+    crawl_delay_s: float | None = None
+    retired: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """The exclusive right to make one request to ``host_key`` for ``url``.
+
+    ``token`` is a fencing token, unique and increasing per frontier: a
+    completion whose token is not the host's current one is rejected. The lease
+    is void after ``expires_at``: the URL then returns to the head of its back
+    queue and the host to the ready heap.
+    """
+
+    token: int
+    host_key: str
+    url: str
+    depth: int
+    leased_at: float
+    expires_at: float
+    host: HostState
+
+
+class OutcomeKind(enum.Enum):
+    """How a leased fetch ended, as far as politeness is concerned."""
+
+    SUCCESS = "success"
+    """A response that is not a server struggle (2xx, 3xx, 4xx except 429)."""
+    THROTTLED = "throttled"
+    """429 or 503: the server asks us to slow down (``retry_after_s`` if given)."""
+    SERVER_ERROR = "server_error"
+    """Another 5xx."""
+    NETWORK_ERROR = "network_error"
+    """No response: DNS, connect, timeout, reset."""
+    NO_REQUEST = "no_request"
+    """Nothing was sent (e.g. robots.txt disallows the URL): politeness state unchanged."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What the fetcher reports to ``complete``.
+
+    ``started_at``/``ended_at`` bound the exchange (epoch seconds);
+    ``retry_after_s`` is a parsed ``Retry-After`` (seconds from ``ended_at``);
+    ``crawl_delay_s`` the robots.txt Crawl-delay in force for the host, if any.
+    """
+
+    kind: OutcomeKind
+    started_at: float
+    ended_at: float
+    status: int | None = None
+    retry_after_s: float | None = None
+    crawl_delay_s: float | None = None
+
+    @property
+    def elapsed_s(self) -> float:
+        return max(0.0, self.ended_at - self.started_at)
+
+    @classmethod
+    def no_request(cls, at: float) -> Outcome:
+        return cls(OutcomeKind.NO_REQUEST, at, at)
+
+    @classmethod
+    def from_status(
+        cls,
+        status: int,
+        started_at: float,
+        ended_at: float,
+        *,
+        retry_after_s: float | None = None,
+        crawl_delay_s: float | None = None,
+    ) -> Outcome:
+        """Classify an HTTP status: 429/503 throttle, other 5xx are errors, the rest success."""
+        if status in (429, 503):
+            kind = OutcomeKind.THROTTLED
+        elif status >= 500:
+            kind = OutcomeKind.SERVER_ERROR
+        else:
+            kind = OutcomeKind.SUCCESS
+        return cls(kind, started_at, ended_at, status, retry_after_s, crawl_delay_s)
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierCounts:
+    """A snapshot of the frontier's size, for progress and status."""
+
+    queued: int
+    """URLs waiting in front and back queues (leased URLs excluded)."""
+    front_queued: int
+    back_queued: int
+    hosts_active: int
+    """Hosts holding a back queue."""
+    hosts_ready: int
+    """Hosts in the ready heap whose next allowed time has come."""
+    hosts_snoozed: int
+    """Hosts in the ready heap still waiting out a delay."""
+    hosts_parked: int
+    """Snoozed hosts whose wait comes from failures (back-off or parking)."""
+    hosts_retired: int
+    leased: int
+    seen: int
+    requests_made: int
+    """Requests made in the whole crawl (sum over hosts)."""

@@ -1,0 +1,153 @@
+from __future__ import annotations
+
+import pytest
+
+from courtly.frontier.politeness import (
+    PolitenessConfig,
+    apply_outcome,
+    is_parked,
+    parse_retry_after,
+    politeness_delay_s,
+)
+from courtly.frontier.records import HostState, Outcome, OutcomeKind
+
+CFG = PolitenessConfig(min_delay_s=1.0, delay_factor=2.0, max_delay_s=10.0)
+
+
+def test_delay_is_min_delay_for_fast_fetches() -> None:
+    assert politeness_delay_s(0.1, None, 0.0, CFG) == 1.0
+
+
+def test_delay_grows_with_fetch_time() -> None:
+    assert politeness_delay_s(3.0, None, 0.0, CFG) == 6.0
+
+
+def test_delay_factor_term_is_capped_by_max_delay() -> None:
+    assert politeness_delay_s(100.0, None, 0.0, CFG) == 10.0
+
+
+def test_crawl_delay_is_not_capped_by_max_delay() -> None:
+    assert politeness_delay_s(0.1, 600.0, 0.0, CFG) == 600.0
+
+
+def test_backoff_is_not_capped_by_max_delay() -> None:
+    assert politeness_delay_s(0.1, None, 120.0, CFG) == 120.0
+
+
+def test_crawl_delay_below_min_delay_does_not_shorten_the_gap() -> None:
+    assert politeness_delay_s(0.1, 0.2, 0.0, CFG) == 1.0
+
+
+def test_config_rejects_negative_and_inverted_values() -> None:
+    with pytest.raises(ValueError):
+        PolitenessConfig(min_delay_s=-1)
+    with pytest.raises(ValueError):
+        PolitenessConfig(min_delay_s=5, max_delay_s=1)
+    with pytest.raises(ValueError):
+        PolitenessConfig(delay_factor=float("nan"))
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("120", 120.0), (" 7 ", 7.0), ("1.5", 1.5), ("", None), (None, None), ("soon", None), ("-3", None)],
+)
+def test_parse_retry_after_seconds(value: str | None, expected: float | None) -> None:
+    assert parse_retry_after(value, 0.0) == expected
+
+
+def test_parse_retry_after_http_date() -> None:
+    now = 1_445_412_480.0  # Wed, 21 Oct 2015 07:28:00 GMT
+    assert parse_retry_after("Wed, 21 Oct 2015 07:30:00 GMT", now) == pytest.approx(120.0)
+    assert parse_retry_after("Wed, 21 Oct 2015 07:00:00 GMT", now) == 0.0
+
+
+def _ok(at: float, elapsed: float, status: int = 200) -> Outcome:
+    return Outcome.from_status(status, at, at + elapsed)
+
+
+def test_gap_is_measured_from_the_end_of_the_response() -> None:
+    state = apply_outcome(HostState("h"), _ok(100.0, 0.5), CFG)
+    assert state.next_allowed_at == pytest.approx(100.5 + 1.0)
+    assert state.requests_made == 1
+    assert state.last_fetch_s == pytest.approx(0.5)
+
+
+def test_slow_server_earns_a_longer_pause() -> None:
+    state = apply_outcome(HostState("h"), _ok(100.0, 4.0), CFG)
+    assert state.next_allowed_at == pytest.approx(104.0 + 8.0)
+
+
+def test_retry_after_sets_the_backoff() -> None:
+    outcome = Outcome.from_status(429, 10.0, 10.1, retry_after_s=300.0)
+    assert outcome.kind is OutcomeKind.THROTTLED
+    state = apply_outcome(HostState("h"), outcome, CFG)
+    assert state.next_allowed_at == pytest.approx(10.1 + 300.0)
+    assert is_parked(state, CFG)
+
+
+def test_503_without_retry_after_backs_off_exponentially() -> None:
+    state = HostState("h")
+    gaps = []
+    t = 0.0
+    for _ in range(3):
+        state = apply_outcome(state, Outcome.from_status(503, t, t), CFG)
+        gaps.append(state.next_allowed_at - t)
+        t = state.next_allowed_at
+    assert gaps == [5.0, 10.0, 20.0]
+
+
+def test_error_streak_resets_on_success_and_backoff_decays() -> None:
+    state = apply_outcome(HostState("h"), Outcome(OutcomeKind.NETWORK_ERROR, 0.0, 1.0), CFG)
+    assert state.error_streak == 1 and state.backoff_s == 5.0
+    state = apply_outcome(state, _ok(10.0, 0.1), CFG)
+    assert state.error_streak == 0
+    assert state.backoff_s == 2.5
+    state = apply_outcome(state, _ok(20.0, 0.1), CFG)
+    assert state.backoff_s == 1.25
+    state = apply_outcome(state, _ok(30.0, 0.1), CFG)
+    assert state.backoff_s == 0.0
+
+
+def test_latency_doubling_backs_off() -> None:
+    state = HostState("h")
+    t = 0.0
+    for _ in range(5):
+        state = apply_outcome(state, _ok(t, 0.2), CFG)
+        t = state.next_allowed_at
+    assert state.backoff_s == 0.0
+    slow = apply_outcome(state, _ok(t, 0.5), CFG)
+    assert slow.backoff_s >= 2 * CFG.min_delay_s
+    assert slow.next_allowed_at - (t + 0.5) >= 2.0 - 1e-9
+
+
+def test_loopback_jitter_is_not_a_latency_doubling() -> None:
+    state = apply_outcome(HostState("h"), _ok(0.0, 0.001), CFG)
+    state = apply_outcome(state, _ok(5.0, 0.004), CFG)
+    assert state.backoff_s == 0.0
+
+
+def test_failing_host_is_parked_with_growing_intervals_then_retired() -> None:
+    cfg = PolitenessConfig(park_after_errors=2, park_s=60.0, retire_after_parks=3)
+    state = HostState("h")
+    t = 0.0
+    parks_seen = []
+    for _ in range(6):
+        state = apply_outcome(state, Outcome(OutcomeKind.NETWORK_ERROR, t, t + 1.0), cfg)
+        if state.parks > len(parks_seen):
+            parks_seen.append(state.next_allowed_at - (t + 1.0))
+        t = state.next_allowed_at
+    assert parks_seen == [60.0, 120.0, 240.0]
+    assert state.retired == "failing"
+
+
+def test_no_request_leaves_state_unchanged() -> None:
+    state = HostState("h", next_allowed_at=50.0, requests_made=3)
+    assert apply_outcome(state, Outcome.no_request(10.0), CFG) is state
+
+
+def test_robots_crawl_delay_is_remembered() -> None:
+    outcome = Outcome.from_status(200, 0.0, 0.1, crawl_delay_s=30.0)
+    state = apply_outcome(HostState("h"), outcome, CFG)
+    assert state.crawl_delay_s == 30.0
+    later = apply_outcome(state, _ok(100.0, 0.1), CFG)
+    assert later.next_allowed_at == pytest.approx(100.1 + 30.0)
