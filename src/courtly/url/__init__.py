@@ -1,0 +1,35 @@
+"""The URL layer (pure): canonical form, fingerprint, host keys, scope and trap guards."""
+
+from __future__ import annotations
+
+from courtly.url.canonical import MAX_URL_LENGTH, UrlJoiner, canonicalize
+from courtly.url.fingerprint import url_fingerprint
+from courtly.url.host import (
+    DomainResolver,
+    HostKeyMode,
+    host_key,
+    host_of,
+    hostname_of,
+    ip_host_key,
+    registered_domain,
+)
+from courtly.url.scope import Scope, ScopeMode
+from courtly.url.traps import TrapConfig, trap_reason
+
+__all__ = [
+    "MAX_URL_LENGTH",
+    "DomainResolver",
+    "HostKeyMode",
+    "Scope",
+    "ScopeMode",
+    "TrapConfig",
+    "UrlJoiner",
+    "canonicalize",
+    "host_key",
+    "host_of",
+    "hostname_of",
+    "ip_host_key",
+    "registered_domain",
+    "trap_reason",
+    "url_fingerprint",
+]

@@ -1,0 +1,198 @@
+"""URL canonicalisation: one spelling per resource, so the seen-set can say "already had it".
+
+:func:`canonicalize` maps the usual duplicate spellings of an http(s) URL to one string:
+
+1. leading/trailing C0 controls and spaces are stripped, tabs and newlines removed (as browsers do);
+2. scheme and host are lower-cased; the host is IDNA-encoded per UTS 46 (``faß.de`` becomes
+   ``xn--fa-hia.de``) and a trailing dot is removed (``example.com.`` -> ``example.com``);
+3. IPv4 hosts in the forms browsers accept (``0x7f.1``, ``127.000.0.1``) become dotted quads,
+   IPv6 hosts are compressed and bracketed;
+4. the default port is never kept (``:80`` for http, ``:443`` for https);
+5. an empty path becomes ``/``; ``.`` and ``..`` segments are removed;
+6. %-escapes of unreserved characters are decoded (``%7E`` -> ``~``), the remaining escapes
+   upper-cased (``%c3%a9`` -> ``%C3%A9``), and characters that must be escaped are escaped;
+7. the fragment and a bare trailing ``?`` are dropped.
+
+The query is *not* sorted: the order of parameters is meaningful to some servers (and to the
+pages they return), and sorting costs time on every URL; a crawl that wants it can sort in its
+own rule. Parsing is yarl's; inputs yarl refuses or reads differently from a browser (a
+backslash, ``http:host``, a percent-encoded host) are parsed again with ada (WHATWG rules).
+
+:class:`UrlJoiner` resolves the hrefs of one page against its base URL and canonicalises them in
+the same parse. It never raises: an href that cannot give a crawlable URL yields ``None``.
+
+Both are pure and deterministic: ``canonicalize(canonicalize(u)) == canonicalize(u)``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+import ada_url
+from yarl import URL
+
+from courtly.errors import InvalidURL
+
+__all__ = ["MAX_URL_LENGTH", "UrlJoiner", "canonicalize"]
+
+MAX_URL_LENGTH: Final = 2048
+"""Longest URL, in characters, that :func:`canonicalize` accepts (input and output)."""
+
+_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
+_STRIP_CHARS: Final = "".join(chr(code) for code in range(0x21))
+_TAB_NEWLINE: Final = str.maketrans("", "", "\t\n\r")
+# A DNS-ish host after IDNA: letters, digits, '_' and '-' in non-empty dot-separated labels.
+_DOMAIN_RE: Final = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*")
+_OCTET: Final = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])"
+_IPV4_RE: Final = re.compile(rf"(?:{_OCTET}\.){{3}}{_OCTET}")
+# WHATWG: a host whose last label is a number is an IPv4 address (or invalid).
+_NUMERIC_LABEL_RE: Final = re.compile(r"(?:[0-9]+|0x[0-9a-f]*)")
+_SCHEME_PREFIX_RE: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+
+
+def canonicalize(url: str, *, max_length: int = MAX_URL_LENGTH) -> str:
+    """Return the canonical form of the absolute http(s) URL ``url``.
+
+    Raises :class:`courtly.errors.InvalidURL` when ``url`` is not http(s), has no or a malformed
+    host, an unusable port, cannot be parsed, or is longer than ``max_length`` characters
+    (before or after canonicalisation). Idempotent; the output is always accepted.
+    """
+    if len(url) > max_length:
+        raise InvalidURL(f"URL longer than {max_length} characters")
+    text = _clean(url)
+    if not text:
+        raise InvalidURL("empty URL")
+    try:
+        canonical = _serialize(URL(text))
+    except InvalidURL:
+        raise
+    except (ValueError, UnicodeError):
+        canonical = None
+    if canonical is None:
+        canonical = _canonicalize_whatwg(text)
+    if len(canonical) > max_length:
+        raise InvalidURL(f"canonical URL longer than {max_length} characters")
+    return canonical
+
+
+class UrlJoiner:
+    """Resolves hrefs found on one page against the page's base URL, parsed once.
+
+    ``base_url`` is the page URL (or its ``<base href>``, already absolute); it is canonicalised
+    here, so a bad base raises :class:`courtly.errors.InvalidURL` at construction. After that,
+    :meth:`join` never raises.
+    """
+
+    __slots__ = ("_base", "_base_url", "_max_length")
+
+    def __init__(self, base_url: str, *, max_length: int = MAX_URL_LENGTH) -> None:
+        self._base_url = canonicalize(base_url, max_length=max_length)
+        self._base = URL(self._base_url)
+        self._max_length = max_length
+
+    @property
+    def base_url(self) -> str:
+        """The canonical base URL hrefs are resolved against."""
+        return self._base_url
+
+    def join(self, href: str) -> str | None:
+        """Return the canonical absolute URL ``href`` points to, or ``None``.
+
+        ``None`` means: empty or blank href, a scheme other than http(s) (``mailto:``,
+        ``javascript:``, ``data:``, ``tel:``...), or an href that does not give a valid URL
+        within ``max_length`` characters.
+        """
+        if len(href) > self._max_length:
+            return None
+        text = _clean(href)
+        if not text:
+            return None
+        needs_whatwg = "\\" in text
+        if ":" in text and (scheme := _SCHEME_PREFIX_RE.match(text)) is not None:
+            if scheme.group(1).lower() not in _DEFAULT_PORTS:
+                return None
+            # "http:page" is relative to an http base for browsers; yarl reads it differently.
+            needs_whatwg = needs_whatwg or not text.startswith("//", scheme.end())
+        canonical: str | None = None
+        if not needs_whatwg:
+            try:
+                canonical = _serialize(self._base.join(URL(text)))
+            except (ValueError, UnicodeError):  # InvalidURL included: WHATWG decides below
+                canonical = None
+        if canonical is None:
+            try:
+                canonical = _canonicalize_whatwg(ada_url.join_url(self._base_url, text))
+            except (ValueError, UnicodeError):
+                return None
+        if len(canonical) > self._max_length:
+            return None
+        return canonical
+
+
+def _clean(text: str) -> str:
+    """Strip C0 controls and spaces at both ends and drop tabs and newlines, as browsers do."""
+    text = text.strip(_STRIP_CHARS)
+    if "\t" in text or "\n" in text or "\r" in text:
+        text = text.translate(_TAB_NEWLINE)
+    return text
+
+
+def _canonicalize_whatwg(text: str) -> str:
+    """Parse ``text`` with ada (WHATWG), then serialise through yarl like every other URL."""
+    try:
+        href = ada_url.normalize_url(text)
+        canonical = _serialize(URL(href))
+    except InvalidURL:
+        raise
+    except (ValueError, UnicodeError) as exc:
+        raise InvalidURL(f"cannot parse URL {text[:100]!r}") from exc
+    if canonical is None:
+        raise InvalidURL(f"invalid host in URL {text[:100]!r}")
+    return canonical
+
+
+def _serialize(url: URL) -> str | None:
+    """Serialise a parsed URL canonically.
+
+    Returns ``None`` when yarl's reading of the host is not one we accept as is (missing,
+    malformed, or a non-canonical IPv4 form), so the caller can try the WHATWG parser; raises
+    :class:`InvalidURL` for what no parser can fix (scheme, port).
+    """
+    scheme = url.scheme
+    default_port = _DEFAULT_PORTS.get(scheme)
+    if default_port is None:
+        raise InvalidURL(f"not an http(s) URL: scheme {scheme!r}")
+    host = url.raw_host
+    if not host:
+        return None
+    if host[-1] == ".":
+        host = host[:-1]
+    if ":" in host:
+        if "%" in host:  # an IPv6 zone id only means something on the local machine
+            raise InvalidURL("IPv6 zone identifiers are not crawlable")
+        host = f"[{host}]"
+    elif _DOMAIN_RE.fullmatch(host) is None:
+        return None
+    elif host[-1].isdigit() or "0x" in host:
+        last_label = host.rpartition(".")[2]
+        if _NUMERIC_LABEL_RE.fullmatch(last_label) and not _IPV4_RE.fullmatch(host):
+            return None
+    port = url.explicit_port
+    if port is None or port == default_port:
+        authority = host
+    elif port == 0:
+        raise InvalidURL("port 0 is not crawlable")
+    else:
+        authority = f"{host}:{port}"
+    user = url.raw_user
+    password = url.raw_password
+    if password:
+        authority = f"{user or ''}:{password}@{authority}"
+    elif user:
+        authority = f"{user}@{authority}"
+    path = url.raw_path or "/"
+    query = url.raw_query_string
+    if query:
+        return f"{scheme}://{authority}{path}?{query}"
+    return f"{scheme}://{authority}{path}"
