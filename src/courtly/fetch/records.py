@@ -19,6 +19,12 @@ class FetchResult:
     names as sent. Times are epoch seconds from the fetcher's clock:
     ``started_at`` when the request was sent, ``ended_at`` when the last byte
     was read (or the read was abandoned).
+
+    ``decoded_too_large`` is true when decoding stopped at the decoded-size cap
+    (``truncated`` is then true as well). ``decoding_failed`` is true when the
+    content-coding was corrupt or unsupported: ``body`` then holds what decoded
+    before the error, or the raw bytes when nothing decoded. ``ip`` is the
+    address the request went to, ``request_headers`` the headers sent.
     """
 
     url: str
@@ -33,6 +39,8 @@ class FetchResult:
     reason: str = ""
     ip: str | None = None
     request_headers: tuple[tuple[str, str], ...] = field(default=())
+    decoded_too_large: bool = False
+    decoding_failed: bool = False
 
     @property
     def elapsed_s(self) -> float:

@@ -1,0 +1,50 @@
+"""``/etc/hosts``-format files: names that bypass DNS (``--hosts-file PATH``)."""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+__all__ = ["load_hosts_file", "normalise_host_name", "parse_hosts_text"]
+
+
+def normalise_host_name(name: str) -> str:
+    """The form host names are keyed by: lower case, without a trailing dot."""
+    return name.rstrip(".").lower()
+
+
+def parse_hosts_text(text: str) -> dict[str, list[str]]:
+    """Parse hosts-file text into ``{name: [address, ...]}``.
+
+    Each line is ``ADDRESS NAME [NAME...]``; ``#`` starts a comment; blank lines
+    and lines whose first field is not an IPv4/IPv6 address are skipped. Names
+    are normalised (:func:`normalise_host_name`). A name on several lines gets
+    every address, in file order, without duplicates. Addresses are kept in
+    canonical text form (``::1``, not ``0:0:0:0:0:0:0:1``).
+    """
+    table: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        fields = line.split("#", 1)[0].split()
+        if len(fields) < 2:
+            continue
+        try:
+            address = str(ipaddress.ip_address(fields[0]))
+        except ValueError:
+            continue
+        for name in fields[1:]:
+            key = normalise_host_name(name)
+            if not key:
+                continue
+            addresses = table.setdefault(key, [])
+            if address not in addresses:
+                addresses.append(address)
+    return table
+
+
+def load_hosts_file(path: Path | str) -> dict[str, list[str]]:
+    """Read an ``/etc/hosts``-format file; see :func:`parse_hosts_text`.
+
+    Raises ``OSError`` when the file cannot be read. Bytes that are not UTF-8
+    are replaced (they can only occur in comments or in names nobody can ask for).
+    """
+    return parse_hosts_text(Path(path).read_text(encoding="utf-8", errors="replace"))

@@ -1,0 +1,348 @@
+"""The production fetcher: aiohttp over a pinned, guarded, per-IP-capped connection pool.
+
+One request goes through these steps:
+
+1. Reject a URL longer than ``max_url_length`` (``too_long_url``) or not http(s) (``protocol``).
+2. Resolve the host through the :class:`~courtly.fetch.dns.DnsCache` and take the first
+   address the guard allows (``dns`` / ``blocked`` otherwise). While requests to a host
+   are in flight it stays *pinned* to that address.
+3. Wait for the per-IP semaphore (``per_ip_concurrency`` requests per address).
+4. Send one GET (no redirects followed) over a keep-alive connection; a new connection
+   asks :class:`~courtly.fetch.pinning.PinnedResolver`, which answers with the pinned IP.
+5. Read the body up to ``max_body_bytes``, decoding gzip/deflate/br on the fly up to
+   ``max_decoded_bytes``; past either cap reading stops and the connection is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from types import TracebackType
+
+import aiohttp
+from aiohttp import ClientTimeout, DummyCookieJar, TCPConnector
+from multidict import CIMultiDictProxy
+from yarl import URL
+
+from courtly.clock import Clock, SystemClock
+from courtly.errors import BlockedAddress, FetchError
+from courtly.fetch.config import FetchConfig
+from courtly.fetch.decoding import BodyDecoder, parse_content_encoding
+from courtly.fetch.dns import DnsCache, ResolverFn, getaddrinfo_addresses
+from courtly.fetch.guard import is_blocked_address
+from courtly.fetch.hosts import load_hosts_file, normalise_host_name
+from courtly.fetch.pinning import PinnedResolver
+from courtly.fetch.records import FetchResult
+
+__all__ = ["ACCEPT_ENCODING", "HttpFetcher"]
+
+ACCEPT_ENCODING = "gzip, deflate, br"
+_SCHEMES = frozenset({"http", "https"})
+_PICK_MEMO_MAX = 65_536
+
+
+class _Pin:
+    """The address a host is pinned to while ``users`` requests to it are in flight."""
+
+    __slots__ = ("ip", "users")
+
+    def __init__(self, ip: str) -> None:
+        self.ip = ip
+        self.users = 0
+
+
+class _IpSlot:
+    """The per-IP semaphore and the number of requests holding or awaiting it."""
+
+    __slots__ = ("semaphore", "users")
+
+    def __init__(self, limit: int) -> None:
+        self.semaphore = asyncio.Semaphore(limit)
+        self.users = 0
+
+
+class HttpFetcher:
+    """Fetch URLs over HTTP(S) with aiohttp; implements :class:`~courtly.fetch.Fetcher`.
+
+    Use as ``async with HttpFetcher(config, clock) as fetcher:`` (or call
+    :meth:`aclose`). ``clock`` stamps ``started_at``/``ended_at`` (epoch seconds) and
+    ages the DNS cache; timeouts themselves run on the event loop's clock.
+    ``resolver_fn`` and ``dns_overrides`` replace the system resolver and extend the
+    hosts file (tests and benchmarks map names to loopback addresses with them).
+
+    :meth:`fetch` returns a :class:`~courtly.fetch.FetchResult` for every HTTP
+    response, whatever its status, and raises :class:`~courtly.errors.FetchError`
+    when there is none: ``too_long_url``, ``protocol`` (bad URL or scheme, malformed
+    or dropped response head), ``dns``, ``blocked`` (:class:`BlockedAddress`),
+    ``connect`` (refused, unreachable, TLS failure) or ``timeout`` (connect or total,
+    before the response head). A body cut short by a cap, a timeout or a dropped
+    connection comes back with ``truncated=True``.
+    """
+
+    def __init__(
+        self,
+        config: FetchConfig | None = None,
+        clock: Clock | None = None,
+        *,
+        resolver_fn: ResolverFn = getaddrinfo_addresses,
+        dns_overrides: dict[str, list[str]] | None = None,
+    ) -> None:
+        self.config = config = config if config is not None else FetchConfig()
+        self._clock: Clock = clock if clock is not None else SystemClock()
+        overrides: dict[str, list[str]] = {}
+        if config.hosts_file is not None:
+            overrides.update(load_hosts_file(config.hosts_file))
+        if dns_overrides:
+            overrides.update({normalise_host_name(k): list(v) for k, v in dns_overrides.items()})
+        self.dns = DnsCache(
+            self._clock,
+            config.dns_ttl_s,
+            resolver_fn,
+            overrides,
+            negative_ttl_s=config.dns_negative_ttl_s,
+            timeout_s=config.connect_timeout_s,
+        )
+        self._session: aiohttp.ClientSession | None = None
+        self._closed = False
+        self._pins: dict[str, _Pin] = {}
+        self._slots: dict[str, _IpSlot] = {}
+        # host -> (the DNS answer it was computed from, the address picked from it)
+        self._picks: dict[str, tuple[tuple[str, ...], str]] = {}
+        self._versions: dict[tuple[int, int], str] = {}
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    async def __aenter__(self) -> HttpFetcher:
+        self._open()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every connection and cancel DNS lookups in flight; idempotent."""
+        self._closed = True
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+        await self.dns.aclose()
+
+    def _open(self) -> aiohttp.ClientSession:
+        if self._closed:
+            raise RuntimeError("HttpFetcher is closed")
+        session = self._session
+        if session is None:
+            config = self.config
+            keepalive = config.keepalive_timeout_s
+            connector = TCPConnector(
+                limit=0,
+                limit_per_host=config.per_ip_concurrency,
+                use_dns_cache=False,
+                resolver=PinnedResolver(self._address_for),
+                keepalive_timeout=keepalive if keepalive > 0 else None,
+                force_close=keepalive <= 0,
+            )
+            session = self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": config.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
+                timeout=ClientTimeout(
+                    total=config.total_timeout_s, sock_connect=config.connect_timeout_s
+                ),
+                auto_decompress=False,
+                cookie_jar=DummyCookieJar(),
+                trust_env=False,
+            )
+        return session
+
+    # -- addresses -------------------------------------------------------------------
+
+    async def resolve(self, host: str) -> str:
+        """The address a request to ``host`` would go to now.
+
+        The first resolved address the guard allows (all of them when
+        ``allow_private_networks``). Raises ``FetchError("dns")`` or
+        :class:`BlockedAddress` when every address is refused. This is the address
+        the per-IP cap counts, so the frontier's ``ip`` host-key mode can use it.
+        """
+        key = normalise_host_name(host)
+        addresses = await self.dns.resolve(key)
+        if self.config.allow_private_networks:
+            return addresses[0]
+        memo = self._picks.get(key)
+        if memo is not None and memo[0] is addresses:
+            return memo[1]
+        refused = []
+        for address in addresses:
+            reason = is_blocked_address(address)
+            if reason is None:
+                if len(self._picks) >= _PICK_MEMO_MAX:
+                    self._picks.clear()
+                self._picks[key] = (addresses, address)
+                return address
+            refused.append(f"{address} ({reason})")
+        raise BlockedAddress(f"{key}: every address is blocked: {', '.join(refused)}")
+
+    async def _address_for(self, host: str) -> str:
+        pin = self._pins.get(normalise_host_name(host))
+        if pin is not None:
+            return pin.ip
+        return await self.resolve(host)
+
+    # -- fetching --------------------------------------------------------------------
+
+    async def fetch(self, url: str) -> FetchResult:
+        """One GET of ``url``; see the class docstring for results and errors."""
+        config = self.config
+        if len(url) > config.max_url_length:
+            raise FetchError(
+                "too_long_url", f"URL of {len(url)} characters (max {config.max_url_length})"
+            )
+        try:
+            target = URL(url)
+        except (ValueError, TypeError) as exc:
+            raise FetchError("protocol", f"unparseable URL {url!r}: {exc}") from None
+        host = target.raw_host
+        if target.scheme not in _SCHEMES or not host:
+            raise FetchError("protocol", f"not an http(s) URL with a host: {url!r}")
+        session = self._session or self._open()
+
+        key = normalise_host_name(host)
+        pins = self._pins
+        pin = pins.get(key)
+        if pin is None:
+            ip = await self.resolve(key)
+            pin = pins.get(key)  # another request may have pinned it meanwhile
+            if pin is None:
+                pin = pins[key] = _Pin(ip)
+        pin.users += 1
+        ip = pin.ip
+        slots = self._slots
+        slot = slots.get(ip)
+        if slot is None:
+            slot = slots[ip] = _IpSlot(config.per_ip_concurrency)
+        slot.users += 1
+        try:
+            async with slot.semaphore:
+                return await self._exchange(session, url, target, ip)
+        finally:
+            slot.users -= 1
+            if not slot.users:
+                del slots[ip]
+            pin.users -= 1
+            if not pin.users:
+                del pins[key]
+
+    async def _exchange(
+        self, session: aiohttp.ClientSession, url: str, target: URL, ip: str
+    ) -> FetchResult:
+        clock = self._clock
+        started_at = clock.now()
+        try:
+            response = await session.get(target, allow_redirects=False)
+        except FetchError:
+            raise
+        except Exception as exc:
+            raise _map_error(exc, url) from exc
+        try:
+            headers: CIMultiDictProxy[str] = response.headers
+            codings = parse_content_encoding(headers.get("Content-Encoding"))
+            raw, truncated, decoder = await self._read_body(response, codings)
+            if truncated:
+                response.close()  # drop the connection: the rest of the body is unread
+            ended_at = clock.now()
+            http_version = self._http_version(response.version)
+            if decoder is None:
+                body = raw
+                too_large = failed = False
+            else:
+                body = decoder.body()
+                too_large = decoder.too_large
+                failed = decoder.failed
+                if failed and not body:
+                    body = raw  # nothing decoded (corrupt or unsupported coding)
+            return FetchResult(
+                url=url,
+                status=response.status,
+                headers=tuple(headers.items()),
+                body=body,
+                started_at=started_at,
+                ended_at=ended_at,
+                truncated=truncated,
+                raw_body=raw,
+                http_version=http_version,
+                reason=response.reason or "",
+                ip=ip,
+                request_headers=tuple(response.request_info.headers.items()),
+                decoded_too_large=too_large,
+                decoding_failed=failed,
+            )
+        finally:
+            response.release()
+
+    def _http_version(self, version: tuple[int, int] | None) -> str:
+        if version is None:
+            return "1.1"
+        text = self._versions.get(version)
+        if text is None:
+            text = self._versions[version] = f"{version[0]}.{version[1]}"
+        return text
+
+    async def _read_body(
+        self, response: aiohttp.ClientResponse, codings: tuple[str, ...]
+    ) -> tuple[bytes, bool, BodyDecoder | None]:
+        """Read the wire body up to the cap: (raw bytes, truncated, decoder or None).
+
+        Stops early when the wire cap or the decoded cap is reached, or when the
+        connection fails or times out mid-body; ``truncated`` is then true. A
+        decoding error stops decoding, not reading, so the raw body stays whole.
+        """
+        cap = self.config.max_body_bytes
+        decoder = BodyDecoder(codings, self.config.max_decoded_bytes) if codings else None
+        content = response.content
+        chunks: list[bytes] = []
+        size = 0
+        truncated = False
+        try:
+            while True:
+                chunk = await content.readany()
+                if not chunk:
+                    break
+                if len(chunk) > cap - size:
+                    # Only reached when more bytes arrive than fit: a body of exactly
+                    # ``cap`` bytes ends with an empty read instead.
+                    chunk = chunk[: cap - size]
+                    truncated = True
+                    if not chunk:
+                        break
+                size += len(chunk)
+                chunks.append(chunk)
+                if decoder is not None and not decoder.feed(chunk) and decoder.too_large:
+                    truncated = True
+                if truncated:
+                    break
+        except (aiohttp.ClientError, TimeoutError):
+            truncated = True
+        raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return raw, truncated, decoder
+
+
+def _map_error(exc: Exception, url: str) -> FetchError:
+    """Turn an aiohttp (or OS) exception raised before the response head into a FetchError."""
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return FetchError("dns", f"{url}: {exc}")
+    if isinstance(exc, TimeoutError):
+        phase = "connect" if isinstance(exc, aiohttp.ConnectionTimeoutError) else "total"
+        return FetchError("timeout", f"{url}: {phase} timeout")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return FetchError("connect", f"{url}: {exc}")
+    if isinstance(exc, aiohttp.ClientOSError | ConnectionError):
+        return FetchError("connect", f"{url}: {exc}")
+    if isinstance(exc, aiohttp.ClientError | ValueError):
+        return FetchError("protocol", f"{url}: {type(exc).__name__}: {exc}")
+    if isinstance(exc, OSError):
+        return FetchError("connect", f"{url}: {exc}")
+    raise exc
