@@ -132,7 +132,9 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
     if kind is OutcomeKind.NO_REQUEST:
         return state
     elapsed = outcome.elapsed_s
-    crawl_delay = outcome.crawl_delay_s if outcome.crawl_delay_s is not None else state.crawl_delay_s
+    crawl_delay = (
+        outcome.crawl_delay_s if outcome.crawl_delay_s is not None else state.crawl_delay_s
+    )
     requests = state.requests_made + 1
     baseline = state.latency_baseline_s
     backoff = state.backoff_s
@@ -149,7 +151,9 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
             backoff = min(max(2 * backoff, 2 * cfg.min_delay_s, elapsed), cfg.max_backoff_s)
         else:
             backoff = backoff / 2 if backoff / 2 > cfg.min_delay_s else 0.0
-        baseline = elapsed if baseline == 0.0 else baseline + cfg.latency_alpha * (elapsed - baseline)
+        baseline = (
+            elapsed if baseline == 0.0 else baseline + cfg.latency_alpha * (elapsed - baseline)
+        )
         streak = 0
         parks = 0
     else:

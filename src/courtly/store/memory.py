@@ -88,9 +88,7 @@ class MemoryStore:
             depth, _, url = entry.partition(" ")
             self._token += 1
             expires_at = now_at + ttl_s
-            lease = Lease(
-                self._token, host, url, int(depth), now_at, expires_at, self._host(host)
-            )
+            lease = Lease(self._token, host, url, int(depth), now_at, expires_at, self._host(host))
             self._leases[host] = lease
             heapq.heappush(self._expiry, (expires_at, self._token, host))
             out.append(lease)
@@ -129,7 +127,11 @@ class MemoryStore:
         parked = 0
         for _, _, host in self._heap:
             state = self._hosts.get(host)
-            if state is not None and state.next_allowed_at > now_at and state.error_streak + state.parks:
+            if (
+                state is not None
+                and state.next_allowed_at > now_at
+                and state.error_streak + state.parks
+            ):
                 parked += 1
         return FrontierCounts(
             queued=len(self._front) + self._back_size,
@@ -174,9 +176,7 @@ class MemoryStore:
             if check_budget:
                 over = is_over_queue_budget(queued, len(front) + self._back_size, budget)
                 if over:
-                    append(
-                        AddStatus.OVER_HOST_BUDGET if over == 1 else AddStatus.OVER_CRAWL_BUDGET
-                    )
+                    append(AddStatus.OVER_HOST_BUDGET if over == 1 else AddStatus.OVER_CRAWL_BUDGET)
                     continue
             if not seen.add(entry.url):
                 append(AddStatus.SEEN)

@@ -49,7 +49,15 @@ def test_config_rejects_negative_and_inverted_values() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [("120", 120.0), (" 7 ", 7.0), ("1.5", 1.5), ("", None), (None, None), ("soon", None), ("-3", None)],
+    [
+        ("120", 120.0),
+        (" 7 ", 7.0),
+        ("1.5", 1.5),
+        ("", None),
+        (None, None),
+        ("soon", None),
+        ("-3", None),
+    ],
 )
 def test_parse_retry_after_seconds(value: str | None, expected: float | None) -> None:
     assert parse_retry_after(value, 0.0) == expected
@@ -130,7 +138,7 @@ def test_failing_host_is_parked_with_growing_intervals_then_retired() -> None:
     cfg = PolitenessConfig(park_after_errors=2, park_s=60.0, retire_after_parks=3)
     state = HostState("h")
     t = 0.0
-    parks_seen = []
+    parks_seen: list[float] = []
     for _ in range(6):
         state = apply_outcome(state, Outcome(OutcomeKind.NETWORK_ERROR, t, t + 1.0), cfg)
         if state.parks > len(parks_seen):
