@@ -154,7 +154,7 @@ class FrontierMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.live))
     @rule()
     def lose_a_fetcher(self) -> None:
-        """A fetcher vanishes: the lease expires, the URL comes back, a late completion is fenced."""
+        """A fetcher vanishes: its lease expires, its URL returns, its late completion is fenced."""
         host = sorted(self.live)[0]
         lease = self.live[host]
         self.clock.set(max(self.clock.now(), lease.expires_at))
