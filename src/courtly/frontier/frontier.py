@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from courtly.archive.catalogue import CatalogueEntry
 from courtly.clock import Clock
 from courtly.errors import InvalidURL
 from courtly.frontier.budget import is_host_over_request_budget
@@ -147,8 +148,10 @@ class Frontier:
         lease: Lease,
         outcome: Outcome,
         discovered: Sequence[QueuedUrl] = (),
+        records: Sequence[CatalogueEntry] = (),
     ) -> list[AddStatus] | None:
-        """Finish a lease with its outcome and the links it found (already prepared).
+        """Finish a lease with its outcome, the links it found (already prepared) and
+        its catalogue entries; atomically.
 
         The host returns to the ready heap at ``outcome.ended_at`` + politeness
         delay. Returns the statuses of ``discovered``, or ``None`` if the lease was
@@ -157,7 +160,7 @@ class Frontier:
         """
         state = self.next_host_state(lease, outcome)
         return await self.store.complete(
-            lease, state, discovered, self._clock.now(), self.config.budget
+            lease, state, discovered, self._clock.now(), self.config.budget, records
         )
 
     async def release(self, lease: Lease, outcome: Outcome | None = None) -> bool:

@@ -14,10 +14,11 @@ contract suite in ``tests/contract`` runs against every backend.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from courtly.archive.catalogue import CatalogueEntry
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
@@ -64,8 +65,10 @@ class FrontierStore(Protocol):
         discovered: Sequence[QueuedUrl],
         now_at: float,
         budget: BudgetConfig,
+        records: Sequence[CatalogueEntry] = (),
     ) -> list[AddStatus] | None:
-        """Finish a lease: store ``host``, enqueue ``discovered``, requeue the host.
+        """Finish a lease: store ``host``, enqueue ``discovered``, write ``records``
+        to the catalogue, requeue the host, all or nothing.
 
         Returns the add statuses of ``discovered``, or ``None`` if the lease was
         fenced (expired and reclaimed, or unknown): then nothing is written.
@@ -79,6 +82,25 @@ class FrontierStore(Protocol):
         ``host`` (if given) replaces the host's state, e.g. after a robots.txt
         fetch made under the lease. ``False`` if the lease was fenced.
         """
+        ...
+
+    async def record(self, records: Sequence[CatalogueEntry]) -> None:
+        """Write catalogue entries outside a lease (e.g. URLs skipped at discovery).
+
+        An entry replaces any earlier one for the same URL.
+        """
+        ...
+
+    def catalogue(self) -> AsyncIterator[CatalogueEntry]:
+        """Every catalogue entry, in the order first written."""
+        ...
+
+    async def get_blob(self, namespace: str, key: str) -> bytes | None:
+        """A small opaque value kept with the crawl (robots cache, config, checkpoints)."""
+        ...
+
+    async def put_blob(self, namespace: str, key: str, value: bytes) -> None:
+        """Store a small opaque value (replacing any earlier one)."""
         ...
 
     async def host_state(self, host_key: str) -> HostState:

@@ -22,8 +22,9 @@ from __future__ import annotations
 import heapq
 import random
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 
+from courtly.archive.catalogue import CatalogueEntry
 from courtly.frontier.budget import BudgetConfig, is_over_queue_budget
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.front import FrontQueues
@@ -65,6 +66,8 @@ class MemoryStore:
         self._token = 0
         self._requests = 0
         self._retired = 0
+        self._catalogue: dict[str, CatalogueEntry] = {}
+        self._blobs: dict[tuple[str, str], bytes] = {}
 
     # -- the seam ---------------------------------------------------------
 
@@ -101,10 +104,12 @@ class MemoryStore:
         discovered: Sequence[QueuedUrl],
         now_at: float,
         budget: BudgetConfig,
+        records: Sequence[CatalogueEntry] = (),
     ) -> list[AddStatus] | None:
         if not self._end_lease(lease, host):
             return None
         statuses = self._add(discovered, budget)
+        self._record(records)
         self._requeue(lease.host_key, host)
         self._refill()
         return statuses
@@ -118,6 +123,19 @@ class MemoryStore:
         self._requeue(lease.host_key, self._host(lease.host_key))
         self._refill()
         return True
+
+    async def record(self, records: Sequence[CatalogueEntry]) -> None:
+        self._record(records)
+
+    async def catalogue(self) -> AsyncIterator[CatalogueEntry]:
+        for entry in list(self._catalogue.values()):
+            yield entry
+
+    async def get_blob(self, namespace: str, key: str) -> bytes | None:
+        return self._blobs.get((namespace, key))
+
+    async def put_blob(self, namespace: str, key: str, value: bytes) -> None:
+        self._blobs[(namespace, key)] = bytes(value)
 
     async def host_state(self, host_key: str) -> HostState:
         return self._host(host_key)
@@ -185,6 +203,11 @@ class MemoryStore:
             per_host[host] = queued + 1
             append(AddStatus.QUEUED)
         return statuses
+
+    def _record(self, records: Sequence[CatalogueEntry]) -> None:
+        catalogue = self._catalogue
+        for entry in records:
+            catalogue[entry.url] = entry
 
     def _end_lease(self, lease: Lease, host: HostState | None) -> bool:
         current = self._leases.get(lease.host_key)
