@@ -27,7 +27,6 @@ _HEADER_CHARSET = re.compile(r"""charset\s*=\s*["']?\s*([a-z0-9_:.+-]+)""", re.I
 # Labels browsers decode with a superset (WHATWG Encoding Standard), by Python codec name.
 _SUPERSETS = {
     "ascii": "cp1252",
-    "latin-1": "cp1252",
     "iso8859-1": "cp1252",
     "iso8859-9": "cp1254",
     "iso8859-11": "cp874",

@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from courtly.fetch import load_hosts_file, parse_hosts_text
+
+SAMPLE = """\
+# a comment line
+127.0.0.1   localhost loopback
+::1         localhost ip6-localhost   # trailing comment
+
+10.0.0.5\tAlpha.Example.\talpha
+10.0.0.6 alpha.example
+0:0:0:0:0:0:0:1 six.example
+not-an-ip   broken.example
+   # indented comment
+192.168.0.9
+fe80::1%lo link.example
+"""
+
+
+def test_parse_names_addresses_and_comments() -> None:
+    table = parse_hosts_text(SAMPLE)
+    assert table["localhost"] == ["127.0.0.1", "::1"]
+    assert table["loopback"] == ["127.0.0.1"]
+    assert table["ip6-localhost"] == ["::1"]
+    # names are lower-cased and lose a trailing dot; several lines accumulate
+    assert table["alpha.example"] == ["10.0.0.5", "10.0.0.6"]
+    assert table["alpha"] == ["10.0.0.5"]
+    # addresses come out canonical
+    assert table["six.example"] == ["::1"]
+    assert table["link.example"] == ["fe80::1%lo"]
+    # a bad address skips the line; an address without names adds nothing
+    assert "broken.example" not in table
+    assert "192.168.0.9" not in table
+    assert "#" not in "".join(table)
+
+
+def test_duplicate_lines_do_not_duplicate_addresses() -> None:
+    table = parse_hosts_text("1.2.3.4 a\n1.2.3.4 a A\n")
+    assert table == {"a": ["1.2.3.4"]}
+
+
+def test_load_from_file(tmp_path: Path) -> None:
+    path = tmp_path / "hosts"
+    path.write_text(SAMPLE, encoding="utf-8")
+    assert load_hosts_file(path) == parse_hosts_text(SAMPLE)
+    assert load_hosts_file(str(path)) == parse_hosts_text(SAMPLE)
+
+
+def test_empty_file_gives_empty_table(tmp_path: Path) -> None:
+    path = tmp_path / "hosts"
+    path.write_bytes(b"# nothing\n\n")
+    assert load_hosts_file(path) == {}
