@@ -278,7 +278,11 @@ def _parse_text(chunks: Iterator[bytes], max_urls: int) -> tuple[list[SitemapUrl
     carry = b""
     skipping = False  # inside an over-long line
     limit = max(0, max_urls)
+    at_start = True
     for chunk in chunks:
+        if at_start:
+            chunk = chunk.removeprefix(b"\xef\xbb\xbf")
+            at_start = False
         lines = (carry + chunk).split(b"\n")
         carry = lines.pop()
         for line in lines:
