@@ -98,10 +98,10 @@ class FrontQueues(Generic[T]):
         level = self.choose_level()
         if level is None:
             return None
+        skips = self._skips
         for i, q in enumerate(self._queues):
-            if i == level:
-                self._skips[i] = 0
-            elif q:
-                self._skips[i] += 1
+            if q:
+                skips[i] += 1
+        skips[level] = 0
         self._size -= 1
         return level, self._queues[level].popleft()

@@ -18,7 +18,7 @@ Nothing here reads a clock: every time comes in as an argument.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from email.utils import parsedate_to_datetime
 
 from courtly.frontier.records import HostState, Outcome, OutcomeKind
@@ -176,8 +176,8 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
         next_at = park_until
     if next_at < state.next_allowed_at:
         next_at = state.next_allowed_at
-    return replace(
-        state,
+    return HostState(
+        host_key=state.host_key,
         next_allowed_at=next_at,
         last_fetch_s=elapsed,
         latency_baseline_s=baseline,
