@@ -29,9 +29,6 @@ _HEX = frozenset(b"0123456789abcdefABCDEF")
 _ESCAPE = tuple(f"%{octet:02X}" for octet in range(256))
 _CHAR = tuple(chr(octet) for octet in range(256))
 
-# Anything outside printable ASCII, or one of the characters that need work.
-_PATH_NEEDS_WORK = re.compile(r"[^!-~]|[%*$]").search
-_PATTERN_NEEDS_WORK = re.compile(r"[^!-~]|[%$]").search
 # scheme://authority, to be dropped from an absolute URL.
 _SCHEME_AUTHORITY = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^/?#]*").match
 
@@ -62,14 +59,27 @@ def _normalize(text: str, *, literal: bytes) -> str:
 
 def normalize_path(path: str) -> str:
     """Normalise a request path (with its query) for matching; see the module doc."""
-    if _PATH_NEEDS_WORK(path) is None:
+    if (
+        path.isascii()
+        and path.isprintable()
+        and " " not in path
+        and "%" not in path
+        and "*" not in path
+        and "$" not in path
+    ):
         return path
     return _normalize(path, literal=b"*$")
 
 
 def normalize_pattern(pattern: str) -> str:
     """Normalise a rule pattern; ``*`` stays a wildcard and a final ``$`` stays an anchor."""
-    if _PATTERN_NEEDS_WORK(pattern) is None:
+    if (
+        pattern.isascii()
+        and pattern.isprintable()
+        and " " not in pattern
+        and "%" not in pattern
+        and "$" not in pattern
+    ):
         return pattern
     anchored = pattern.endswith("$")
     body = pattern[:-1] if anchored else pattern

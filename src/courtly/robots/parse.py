@@ -115,6 +115,7 @@ def parse(text: str | bytes, *, limit_bytes: int = PARSE_LIMIT_BYTES) -> RobotsR
     sitemaps: dict[str, None] = {}
     compiled: dict[tuple[str, bool], CompiledRule | None] = {}
     current: list[str] = []
+    current_delay_s: float | None = None
     seen_rule = False
     for raw_line in body.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
         hash_at = raw_line.find("#")
@@ -127,7 +128,9 @@ def parse(text: str | bytes, *, limit_bytes: int = PARSE_LIMIT_BYTES) -> RobotsR
         field, value = split
         if field == _USER_AGENT:
             if seen_rule:
+                _keep_delay(delays_s, current, current_delay_s)
                 current = []
+                current_delay_s = None
                 seen_rule = False
             token = agent_of_line(value)
             if token and token not in current:
@@ -154,7 +157,15 @@ def parse(text: str | bytes, *, limit_bytes: int = PARSE_LIMIT_BYTES) -> RobotsR
         elif field is _CRAWL_DELAY and current:
             delay_s = _crawl_delay_s(value)
             if delay_s is not None:
-                for token in current:
-                    if token:
-                        delays_s[token] = max(delays_s.get(token, delay_s), delay_s)
+                current_delay_s = max(delay_s, current_delay_s or 0.0)
+    _keep_delay(delays_s, current, current_delay_s)
     return RobotsRules(groups, delays_s, list(sitemaps))
+
+
+def _keep_delay(delays_s: dict[str, float], tokens: list[str], delay_s: float | None) -> None:
+    """Give every agent of a finished group its crawl delay (the largest, across merged groups)."""
+    if delay_s is None:
+        return
+    for token in tokens:
+        if token:
+            delays_s[token] = max(delays_s.get(token, delay_s), delay_s)

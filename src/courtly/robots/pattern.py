@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 __all__ = ["CompiledRule", "RuleMatcher", "compile_rule"]
 
-_HEAD_CHARS = 2
+_HEAD_CHARS = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,23 +91,44 @@ def compile_rule(pattern: str, *, allow: bool) -> CompiledRule | None:
 
 
 class RuleMatcher:
-    """The merged rules of one group, indexed for fast precedence lookup."""
+    """The merged rules of one group, indexed for fast precedence lookup.
 
-    __slots__ = ("_buckets", "_lengths", "_short", "rules")
+    Paths given to it are normalised and start with ``/``.
+    """
+
+    __slots__ = (
+        "_buckets",
+        "_contains",
+        "_generic",
+        "_lengths",
+        "_suffix_lengths",
+        "_suffixes",
+        "rules",
+    )
 
     def __init__(self, rules: list[CompiledRule]) -> None:
         self.rules: tuple[CompiledRule, ...] = tuple(rules)
         ordered = sorted(rules, key=lambda rule: rule.key, reverse=True)
-        short: list[CompiledRule] = []
+        generic: list[CompiledRule] = []
+        contains: list[tuple[int, int, str]] = []
+        suffixes: dict[str, list[CompiledRule]] = {}
         buckets: dict[str, list[CompiledRule]] = {}
         lengths: dict[str, set[int]] = {}
         for rule in ordered:
-            if len(rule.prefix) < _HEAD_CHARS:
-                short.append(rule)
-                continue
-            buckets.setdefault(rule.prefix, []).append(rule)
-            lengths.setdefault(rule.prefix[:_HEAD_CHARS], set()).add(len(rule.prefix))
-        self._short = tuple(short)
+            if len(rule.prefix) >= _HEAD_CHARS:
+                buckets.setdefault(rule.prefix, []).append(rule)
+                lengths.setdefault(rule.prefix[:_HEAD_CHARS], set()).add(len(rule.prefix))
+            elif rule.prefix in ("", "/") and rule.last and not rule.middles:
+                if rule.anchored:
+                    suffixes.setdefault(rule.last, []).append(rule)
+                else:
+                    contains.append((rule.key, len(rule.prefix), rule.last))
+            else:
+                generic.append(rule)
+        self._generic = tuple(generic)
+        self._contains = tuple(contains)
+        self._suffixes = {last: tuple(group) for last, group in suffixes.items()}
+        self._suffix_lengths = tuple(sorted({len(last) for last in suffixes}, reverse=True))
         self._buckets = {prefix: tuple(group) for prefix, group in buckets.items()}
         self._lengths = {
             head: tuple(sorted(sizes, reverse=True)) for head, sizes in lengths.items()
@@ -116,10 +137,10 @@ class RuleMatcher:
     def best_key(self, path: str) -> int:
         """The precedence key of the winning rule for a normalised path, or -1 if none matches."""
         best = -1
+        size_of_path = len(path)
         sizes = self._lengths.get(path[:_HEAD_CHARS])
         if sizes is not None:
             buckets = self._buckets
-            size_of_path = len(path)
             for size in sizes:
                 if size > size_of_path:
                     continue
@@ -129,13 +150,34 @@ class RuleMatcher:
                 for rule in candidates:
                     if rule.key <= best:
                         break
-                    if rule.last is None and not rule.anchored:
+                    if rule.last is None:
+                        if not rule.anchored or size == size_of_path:
+                            best = rule.key
+                            break
+                    elif rule.matches_after_prefix(path):
                         best = rule.key
                         break
-                    if rule.matches_after_prefix(path):
+        for key, offset, needle in self._contains:
+            if key <= best:
+                break
+            if path.find(needle, offset) >= 0:
+                best = key
+                break
+        if self._suffix_lengths:
+            suffixes = self._suffixes
+            for size in self._suffix_lengths:
+                if size > size_of_path:
+                    continue
+                candidates = suffixes.get(path[-size:])
+                if candidates is None:
+                    continue
+                for rule in candidates:
+                    if rule.key <= best:
+                        break
+                    if size_of_path - size >= len(rule.prefix):
                         best = rule.key
                         break
-        for rule in self._short:
+        for rule in self._generic:
             if rule.key <= best:
                 break
             if rule.matches(path):
