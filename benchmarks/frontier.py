@@ -58,8 +58,8 @@ def canonical_urls(hosts: list[str], picks: list[int]) -> Iterator[str]:
 
 
 def raw_spelling(url: str, i: int) -> str:
-    """A non-canonical spelling of ``url``: upper-case host, default port, dot segments, fragment."""
-    scheme, _, rest = url.partition("://")
+    """A raw spelling of ``url``: upper-case host, default port, dot segments, fragment."""
+    rest = url.partition("://")[2]
     host, _, path = rest.partition("/")
     return f"HTTP://{host.upper()}:80/./{path.replace('page-', 'x/../page-')}#frag{i}"
 
