@@ -16,6 +16,7 @@ One request goes through these steps:
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from types import TracebackType
 
 import aiohttp
@@ -67,7 +68,8 @@ class HttpFetcher:
     :meth:`aclose`). ``clock`` stamps ``started_at``/``ended_at`` (epoch seconds) and
     ages the DNS cache; timeouts themselves run on the event loop's clock.
     ``resolver_fn`` and ``dns_overrides`` replace the system resolver and extend the
-    hosts file (tests and benchmarks map names to loopback addresses with them).
+    hosts file (tests and benchmarks map names to loopback addresses with them);
+    ``guard`` replaces :func:`~courtly.fetch.is_blocked_address` (tests only).
 
     :meth:`fetch` returns a :class:`~courtly.fetch.FetchResult` for every HTTP
     response, whatever its status, and raises :class:`~courtly.errors.FetchError`
@@ -85,6 +87,7 @@ class HttpFetcher:
         *,
         resolver_fn: ResolverFn = getaddrinfo_addresses,
         dns_overrides: dict[str, list[str]] | None = None,
+        guard: Callable[[str], str | None] = is_blocked_address,
     ) -> None:
         self.config = config = config if config is not None else FetchConfig()
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -101,6 +104,7 @@ class HttpFetcher:
             negative_ttl_s=config.dns_negative_ttl_s,
             timeout_s=config.connect_timeout_s,
         )
+        self._guard = guard
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
         self._pins: dict[str, _Pin] = {}
@@ -177,7 +181,7 @@ class HttpFetcher:
             return memo[1]
         refused = []
         for address in addresses:
-            reason = is_blocked_address(address)
+            reason = self._guard(address)
             if reason is None:
                 if len(self._picks) >= _PICK_MEMO_MAX:
                     self._picks.clear()

@@ -1,0 +1,390 @@
+"""HttpFetcher against real aiohttp servers on loopback (127.0.0.1 and 127.0.0.2)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import socket
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import brotli
+import pytest
+from aiohttp import web
+
+from courtly.clock import SystemClock
+from courtly.errors import BlockedAddress, FetchError
+from courtly.fetch import FetchConfig, HttpFetcher, is_blocked_address
+
+pytestmark = pytest.mark.integration
+
+MIB = 1024 * 1024
+PAGE = b"<html><body>" + b"<p>loopback page</p>\n" * 500 + b"</body></html>"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+@dataclass
+class Server:
+    """What a loopback server saw."""
+
+    port: int = 0
+    requests: list[web.Request] = field(default_factory=list)
+    in_flight: int = 0
+    max_in_flight: int = 0
+
+
+@asynccontextmanager
+async def serve(handler: Handler, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[Server]:
+    seen = Server()
+
+    async def counting(request: web.Request) -> web.StreamResponse:
+        seen.requests.append(request)
+        seen.in_flight += 1
+        seen.max_in_flight = max(seen.max_in_flight, seen.in_flight)
+        try:
+            return await handler(request)
+        finally:
+            seen.in_flight -= 1
+
+    app = web.Application()
+    app.router.add_route("GET", "/{tail:.*}", counting)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
+    await runner.setup()
+    site = web.TCPSite(runner, host, port)
+    await site.start()
+    seen.port = runner.addresses[0][1]
+    try:
+        yield seen
+    finally:
+        await runner.cleanup()
+
+
+def fetcher(**changes: object) -> HttpFetcher:
+    """A fetcher allowed onto loopback, with a few names mapped to 127.0.0.x."""
+    settings: dict[str, object] = {"allow_private_networks": True, "total_timeout_s": 5.0}
+    settings.update(changes)
+    overrides = {f"h{i}.test": ["127.0.0.2"] for i in range(6)}
+    overrides["one.test"] = ["127.0.0.1"]
+    return HttpFetcher(
+        FetchConfig(**settings),  # type: ignore[arg-type]
+        SystemClock(),
+        dns_overrides=overrides,
+    )
+
+
+def page(body: bytes = PAGE, **headers: str) -> Handler:
+    """A handler answering ``body``; ``Content_Type="x"`` sends ``Content-Type: x``."""
+    sent = {name.replace("_", "-"): value for name, value in headers.items()}
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.Response(body=body, headers=sent)
+
+    return handler
+
+
+def _raw_deflate(data: bytes) -> bytes:
+    compressor = zlib.compressobj(6, zlib.DEFLATED, -zlib.MAX_WBITS)
+    return compressor.compress(data) + compressor.flush()
+
+
+def _gzip_bomb(decoded_mib: int) -> bytes:
+    compressor = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)
+    zeros = bytes(MIB)
+    return b"".join([compressor.compress(zeros) for _ in range(decoded_mib)] + [compressor.flush()])
+
+
+async def test_plain_fetch_sends_our_headers_and_records_the_exchange() -> None:
+    async with serve(page(Content_Type="text/html")) as server, fetcher() as f:
+        result = await f.fetch(f"http://one.test:{server.port}/a?b=1")
+    assert result.status == 200
+    assert result.body == PAGE and result.raw_body == PAGE
+    assert not result.truncated and not result.decoded_too_large
+    assert result.ip == "127.0.0.1"
+    assert result.http_version == "1.1"
+    assert result.reason == "OK"
+    assert 0 <= result.elapsed_s < 5
+    [request] = server.requests
+    assert request.headers["User-Agent"] == FetchConfig().user_agent
+    assert request.headers["Accept-Encoding"] == "gzip, deflate, br"
+    assert request.path_qs == "/a?b=1"
+    assert ("User-Agent", FetchConfig().user_agent) in result.request_headers
+    assert dict(result.request_headers)["Host"] == f"one.test:{server.port}"
+
+
+async def test_custom_user_agent_is_sent_on_every_request() -> None:
+    agent = "courtly-test/1.0 (+mailto:crawl@example.org)"
+    async with serve(page(), host="127.0.0.2") as server, fetcher(user_agent=agent) as f:
+        for i in range(3):
+            await f.fetch(f"http://h{i}.test:{server.port}/")
+    assert [r.headers["User-Agent"] for r in server.requests] == [agent] * 3
+
+
+async def test_redirects_are_returned_not_followed() -> None:
+    async def redirect(request: web.Request) -> web.StreamResponse:
+        if request.path == "/from":
+            raise web.HTTPFound("/to")
+        return web.Response(body=b"target")
+
+    async with serve(redirect) as server, fetcher() as f:
+        result = await f.fetch(f"http://one.test:{server.port}/from")
+    assert result.status == 302
+    assert result.header("location") == "/to"
+    assert [r.path for r in server.requests] == ["/from"]
+
+
+@pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
+async def test_body_cap_truncates_and_the_next_fetch_still_works(chunked: bool) -> None:
+    big = bytes(range(256)) * (MIB // 256)
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        if request.path == "/small":
+            return web.Response(body=b"small")
+        if not chunked:
+            return web.Response(body=big)
+        response = web.StreamResponse()
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        for start in range(0, len(big), 64 * 1024):
+            await response.write(big[start : start + 64 * 1024])
+        await response.write_eof()
+        return response
+
+    cap = 100_000
+    async with serve(handler) as server, fetcher(max_body_bytes=cap) as f:
+        result = await f.fetch(f"http://one.test:{server.port}/big")
+        again = await f.fetch(f"http://one.test:{server.port}/small")
+    assert result.truncated
+    assert result.raw_body == big[:cap] and result.body == big[:cap]
+    assert again.body == b"small" and not again.truncated
+
+
+async def test_a_body_of_exactly_the_cap_is_not_truncated() -> None:
+    async with serve(page()) as server, fetcher(max_body_bytes=len(PAGE)) as f:
+        result = await f.fetch(f"http://one.test:{server.port}/")
+    assert result.body == PAGE
+    assert not result.truncated
+
+
+@pytest.mark.parametrize(
+    ("coding", "wire"),
+    [
+        ("gzip", gzip.compress(PAGE)),
+        ("deflate", zlib.compress(PAGE)),
+        ("deflate", _raw_deflate(PAGE)),
+        ("br", brotli.compress(PAGE)),
+    ],
+    ids=["gzip", "deflate-zlib", "deflate-raw", "br"],
+)
+async def test_content_codings_are_decoded_and_raw_bytes_kept(coding: str, wire: bytes) -> None:
+    async with serve(page(wire, Content_Encoding=coding)) as server, fetcher() as f:
+        result = await f.fetch(f"http://one.test:{server.port}/")
+    assert result.body == PAGE
+    assert result.raw_body == wire
+    assert result.header("Content-Encoding") == coding
+    assert not result.decoding_failed and not result.truncated
+
+
+async def test_gzip_bomb_stops_at_the_decoded_cap() -> None:
+    bomb = _gzip_bomb(64)  # 64 MiB of zeros in ~64 KiB
+    cap = 256 * 1024
+    served = serve(page(bomb, Content_Encoding="gzip"))
+    async with served as server, fetcher(max_decoded_bytes=cap) as f:
+        result = await f.fetch(f"http://one.test:{server.port}/")
+    assert result.decoded_too_large and result.truncated
+    assert len(result.body) == cap and not any(result.body)
+    # raw_body is what came off the wire before reading stopped (the memory bound
+    # itself is measured in tests/unit/fetch/test_decoding.py).
+    assert result.raw_body is not None and bomb.startswith(result.raw_body)
+
+
+async def test_corrupt_coding_is_flagged_not_raised() -> None:
+    served = serve(page(b"not gzip at all", Content_Encoding="gzip"))
+    async with served as server, fetcher() as f:
+        result = await f.fetch(f"http://one.test:{server.port}/")
+    assert result.decoding_failed
+    assert result.body == b"not gzip at all"
+
+
+async def test_hanging_server_is_a_timeout() -> None:
+    release = asyncio.Event()
+
+    async def hang(request: web.Request) -> web.StreamResponse:
+        await release.wait()
+        return web.Response(body=b"late")
+
+    async with serve(hang) as server, fetcher(total_timeout_s=0.3) as f:
+        with pytest.raises(FetchError) as caught:
+            await f.fetch(f"http://one.test:{server.port}/")
+        release.set()
+    assert caught.value.kind == "timeout"
+
+
+async def test_timeout_mid_body_returns_a_truncated_result() -> None:
+    release = asyncio.Event()
+
+    async def stall(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.content_length = 1000
+        await response.prepare(request)
+        await response.write(b"x" * 100)
+        await release.wait()
+        return response
+
+    async with serve(stall) as server, fetcher(total_timeout_s=0.3) as f:
+        result = await f.fetch(f"http://one.test:{server.port}/")
+        release.set()
+    assert result.status == 200
+    assert result.truncated
+    assert result.body == b"x" * 100
+
+
+async def test_connection_refused_is_a_connect_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    async with fetcher() as f:
+        with pytest.raises(FetchError) as caught:
+            await f.fetch(f"http://one.test:{port}/")
+    assert caught.value.kind == "connect"
+
+
+@asynccontextmanager
+async def connection_counter(host: str = "127.0.0.1") -> AsyncIterator[list[int]]:
+    """A bare TCP listener that counts accepted connections: [port, connections]."""
+    state = [0, 0]
+
+    async def accepted(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        state[1] += 1
+        writer.close()
+
+    server = await asyncio.start_server(accepted, host, 0)
+    state[0] = server.sockets[0].getsockname()[1]
+    try:
+        yield state
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize("host", ["one.test", "127.0.0.1", "[::ffff:127.0.0.1]"])
+async def test_loopback_is_blocked_by_default_and_never_connected(host: str) -> None:
+    async with connection_counter() as state, fetcher(allow_private_networks=False) as f:
+        with pytest.raises(BlockedAddress) as caught:
+            await f.fetch(f"http://{host}:{state[0]}/")
+        with pytest.raises(BlockedAddress):
+            await f.resolve(host.strip("[]"))
+        await asyncio.sleep(0.05)
+    assert caught.value.kind == "blocked"
+    assert "loopback" in str(caught.value)
+    assert state[1] == 0
+
+
+def _only_127_0_0_2_is_public(address: str) -> str | None:
+    return None if address == "127.0.0.2" else is_blocked_address(address)
+
+
+async def test_a_blocked_address_is_skipped_for_an_allowed_one() -> None:
+    async def resolver(host: str) -> Sequence[str]:
+        return ["127.0.0.1", "127.0.0.2"]
+
+    async with serve(page(), host="127.0.0.2") as server:
+        f = HttpFetcher(
+            FetchConfig(), SystemClock(), resolver_fn=resolver, guard=_only_127_0_0_2_is_public
+        )
+        async with f:
+            assert await f.resolve("mixed.test") == "127.0.0.2"
+            result = await f.fetch(f"http://mixed.test:{server.port}/")
+    assert result.ip == "127.0.0.2"
+    assert len(server.requests) == 1
+
+
+async def test_dns_rebinding_cannot_move_the_connection() -> None:
+    """The first answer is checked and pinned: the connection never asks DNS again.
+
+    Every lookup after the first answers with a private address (TTL 0, so the
+    cache asks each time). Had the connection resolved the name itself, it would
+    have reached the private server.
+    """
+    calls: list[str] = []
+
+    async def rebinding(host: str) -> Sequence[str]:
+        calls.append(host)
+        return ["127.0.0.2"] if len(calls) == 1 else ["127.0.0.1"]
+
+    public_server = serve(page(b"public"), host="127.0.0.2")
+    async with public_server as public:
+        private_server = serve(page(b"private"), host="127.0.0.1", port=public.port)
+        config = FetchConfig(dns_ttl_s=0)
+        f = HttpFetcher(
+            config, SystemClock(), resolver_fn=rebinding, guard=_only_127_0_0_2_is_public
+        )
+        async with private_server as private, f:
+            first = await f.fetch(f"http://rebind.test:{public.port}/")
+            assert calls == ["rebind.test"]
+            with pytest.raises(BlockedAddress):  # a new fetch sees the new answer, and refuses
+                await f.fetch(f"http://rebind.test:{public.port}/")
+    assert first.body == b"public" and first.ip == "127.0.0.2"
+    assert private.requests == []
+
+
+async def test_per_ip_cap_holds_across_host_names() -> None:
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(0.05)
+        return web.Response(body=b"ok")
+
+    async with serve(slow, host="127.0.0.2") as server, fetcher(per_ip_concurrency=2) as f:
+        async with asyncio.TaskGroup() as group:
+            urls = [f"http://h{i}.test:{server.port}/" for i in range(6)]
+            tasks = [group.create_task(f.fetch(url)) for url in urls]
+        assert await f.resolve("h3.test") == "127.0.0.2"
+    assert [t.result().status for t in tasks] == [200] * 6
+    assert {t.result().ip for t in tasks} == {"127.0.0.2"}
+    assert len(server.requests) == 6
+    assert server.max_in_flight == 2  # capped, yet the cap is actually used
+
+
+async def test_dns_failure_is_a_dns_error() -> None:
+    async def nxdomain(host: str) -> Sequence[str]:
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    async with HttpFetcher(FetchConfig(), SystemClock(), resolver_fn=nxdomain) as f:
+        with pytest.raises(FetchError) as caught:
+            await f.fetch("http://nowhere.test/")
+    assert caught.value.kind == "dns"
+
+
+@pytest.mark.parametrize(
+    ("url", "kind"),
+    [
+        ("http://one.test/" + "a" * 3000, "too_long_url"),
+        ("ftp://one.test/file", "protocol"),
+        ("http:///no-host", "protocol"),
+        ("http://one.test:99999/", "protocol"),
+    ],
+)
+async def test_urls_refused_before_any_connection(url: str, kind: str) -> None:
+    async with fetcher() as f:
+        with pytest.raises(FetchError) as caught:
+            await f.fetch(url)
+    assert caught.value.kind == kind
+
+
+def test_works_under_uvloop() -> None:
+    uvloop = pytest.importorskip("uvloop")
+
+    async def scenario() -> tuple[int, bytes]:
+        served = serve(page(gzip.compress(PAGE), Content_Encoding="gzip"))
+        async with served as server, fetcher() as f:
+            result = await f.fetch(f"http://one.test:{server.port}/")
+            return result.status, result.body
+
+    assert uvloop.run(scenario()) == (200, PAGE)
+
+
+async def test_closed_fetcher_refuses_work() -> None:
+    f = fetcher()
+    await f.aclose()
+    with pytest.raises(RuntimeError):
+        await f.fetch("http://one.test/")
