@@ -66,6 +66,7 @@ __all__ = [
 
 DEFAULT_MAX_WARC_FILE_BYTES = 1 << 30
 _SCAN_CHUNK_BYTES = 1 << 20
+_SCAN_PIECE_BYTES = 1 << 16
 _ORIG = "X-Archive-Orig-"
 _CRLF_RUN = re.compile(r"[\r\n]+")
 
@@ -434,34 +435,40 @@ def truncate_torn_tail(path: Path, *, start_offset: int = 0) -> int:
         size = handle.seek(0, os.SEEK_END)
         good_end = min(max(0, start_offset), size)
         handle.seek(good_end)
-        buffer = b""
-        buffer_at = good_end  # file offset of buffer[0]
+        data = b""
+        view = memoryview(data)
+        pos = 0  # data[pos:] is not consumed yet
+        data_at = good_end  # file offset of data[0]
         while True:
-            if not buffer:
-                buffer = handle.read(_SCAN_CHUNK_BYTES)
-                if not buffer:
+            if pos >= len(data):
+                data_at += len(data)
+                data = handle.read(_SCAN_CHUNK_BYTES)
+                view, pos = memoryview(data), 0
+                if not data:
                     break
             inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
             pieces: list[bytes] = []
             complete = False
             try:
                 while True:
-                    pieces.append(inflater.decompress(buffer))
+                    piece = view[pos : pos + _SCAN_PIECE_BYTES]
+                    pieces.append(inflater.decompress(piece))
                     if inflater.eof:
-                        rest = inflater.unused_data
-                        buffer_at += len(buffer) - len(rest)
-                        buffer = rest
+                        pos += len(piece) - len(inflater.unused_data)
                         complete = True
                         break
-                    buffer_at += len(buffer)
-                    buffer = handle.read(_SCAN_CHUNK_BYTES)
-                    if not buffer:
-                        break
+                    pos += len(piece)
+                    if pos >= len(data):
+                        data_at += len(data)
+                        data = handle.read(_SCAN_CHUNK_BYTES)
+                        view, pos = memoryview(data), 0
+                        if not data:
+                            break
             except zlib.error:
                 complete = False
             if not complete or not _complete_records(b"".join(pieces)):
                 break
-            good_end = buffer_at
+            good_end = data_at + pos
         if good_end < size:
             handle.truncate(good_end)
             handle.flush()

@@ -333,16 +333,19 @@ def _collect(
     raw: list[tuple[LinkKind, str, str]], resolve: Join, max_links: int
 ) -> tuple[tuple[Link, ...], str | None, bool]:
     by_url: dict[str, Link] = {}
+    resolved: dict[str, str | None] = {}  # raw href -> URL: pages repeat hrefs a lot
     canonical: str | None = None
     truncated = False
     for kind, href, rel in raw:
-        cleaned = _clean_href(href)
-        if cleaned is None:
-            continue
-        try:
-            url = resolve(cleaned)
-        except (ValueError, TypeError, UnicodeError):
-            url = None
+        if href in resolved:
+            url = resolved[href]
+        else:
+            cleaned = _clean_href(href)
+            try:
+                url = None if cleaned is None else resolve(cleaned)
+            except (ValueError, TypeError, UnicodeError):
+                url = None
+            resolved[href] = url
         if url is None:
             continue
         rel_set = rel.split() if rel else ()

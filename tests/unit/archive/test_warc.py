@@ -320,3 +320,19 @@ def test_any_torn_file_is_cut_to_a_readable_prefix(
     records = read_all(path) if kept else []
     assert len(records) == boundaries.index(len(kept))
     assert all(ok for *_, ok in records)
+
+
+def test_torn_tail_scan_crosses_read_chunks(tmp_path: Path) -> None:
+    writer = WarcWriter(tmp_path, clock=FakeClock(), gzip_level=1)
+    positions = [
+        writer.write_exchange(make_result(i * 5, body_bytes=400_000, noise=True)) for i in range(5)
+    ]
+    writer.close()
+    path = tmp_path / positions[0].filename
+    assert path.stat().st_size > 2 * 1024 * 1024
+    last = positions[-1]
+    with open(path, "r+b") as handle:
+        handle.truncate(last.offset + last.length - 1)
+    assert truncate_torn_tail(path) == last.length - 1
+    assert [r[0] for r in read_all(path)] == ["warcinfo"] + ["response", "request"] * 4
+    assert truncate_torn_tail(path, start_offset=positions[2].offset) == 0
