@@ -31,6 +31,7 @@ class Server:
 
     port: int = 0
     requests: list[web.Request] = field(default_factory=list)
+    peers: list[object] = field(default_factory=list)  # client (address, port) per request
     in_flight: int = 0
     max_in_flight: int = 0
 
@@ -41,6 +42,8 @@ async def serve(handler: Handler, host: str = "127.0.0.1", port: int = 0) -> Asy
 
     async def counting(request: web.Request) -> web.StreamResponse:
         seen.requests.append(request)
+        transport = request.transport
+        seen.peers.append(None if transport is None else transport.get_extra_info("peername"))
         seen.in_flight += 1
         seen.max_in_flight = max(seen.max_in_flight, seen.in_flight)
         try:
@@ -388,3 +391,13 @@ async def test_closed_fetcher_refuses_work() -> None:
     await f.aclose()
     with pytest.raises(RuntimeError):
         await f.fetch("http://one.test/")
+
+
+@pytest.mark.parametrize(("keepalive_s", "connections"), [(15.0, 1), (0.0, 3)])
+async def test_connections_are_reused_unless_keepalive_is_off(
+    keepalive_s: float, connections: int
+) -> None:
+    async with serve(page()) as server, fetcher(keepalive_timeout_s=keepalive_s) as f:
+        results = [await f.fetch(f"http://one.test:{server.port}/") for _ in range(3)]
+    assert [r.body for r in results] == [PAGE] * 3
+    assert len(set(server.peers)) == connections

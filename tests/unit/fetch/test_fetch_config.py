@@ -64,3 +64,12 @@ def test_public_names_are_exported_sorted() -> None:
         "load_hosts_file",
     ):
         assert required in names
+
+
+async def test_both_fetchers_satisfy_the_seam() -> None:
+    from courtly.fetch import Fetcher, HttpFetcher, MemoryFetcher
+
+    fetchers: list[Fetcher] = [HttpFetcher(), MemoryFetcher(lambda url: 204)]
+    for fetcher in fetchers:
+        assert callable(fetcher.fetch)
+    await fetchers[0].aclose()  # type: ignore[attr-defined]
