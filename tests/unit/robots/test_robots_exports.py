@@ -1,0 +1,24 @@
+"""The public surface of courtly.robots."""
+
+from __future__ import annotations
+
+import courtly.robots
+
+CONTRACT_NAMES = {
+    "RobotsCache",
+    "RobotsFetchOutcome",
+    "RobotsRules",
+    "authority_of",
+    "fetch_robots",
+    "parse",
+    "product_token",
+    "robots_url_for",
+}
+
+
+def test_all_is_sorted_and_complete() -> None:
+    names = courtly.robots.__all__
+    assert list(names) == sorted(names)
+    assert set(names) >= CONTRACT_NAMES
+    for name in names:
+        assert getattr(courtly.robots, name) is not None
