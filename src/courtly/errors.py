@@ -42,7 +42,7 @@ class FetchError(CourtlyError):
     """A fetch failed before an HTTP response arrived.
 
     ``kind`` is a short stable label used in counters: ``"dns"``, ``"connect"``,
-    ``"timeout"``, ``"blocked"``, ``"too_large"``, ``"protocol"``.
+    ``"timeout"``, ``"blocked"``, ``"protocol"``, ``"too_long_url"``.
     """
 
     def __init__(self, kind: str, message: str) -> None:
