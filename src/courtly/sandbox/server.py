@@ -26,7 +26,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from courtly.clock import Clock, SystemClock
 from courtly.sandbox.hosts_file import write_hosts_file
@@ -130,8 +130,7 @@ class _Connection(asyncio.Protocol):
     # -- asyncio.Protocol -------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
         self.conn = self.server._next_conn_id()
         self.server._connections.add(self)
 
