@@ -13,6 +13,7 @@ from pathlib import Path
 from courtly.frontier.config import QueueConfig
 from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
+from courtly.store.sqlite import SqliteStore
 
 StoreFactory = Callable[[Path, QueueConfig, random.Random], FrontierStore]
 
@@ -21,4 +22,8 @@ def _memory(_dir: Path, queues: QueueConfig, rng: random.Random) -> FrontierStor
     return MemoryStore(queues, rng=rng)
 
 
-STORE_FACTORIES: dict[str, StoreFactory] = {"memory": _memory}
+def _sqlite(directory: Path, queues: QueueConfig, rng: random.Random) -> FrontierStore:
+    return SqliteStore(directory / "frontier.db", queues, rng=rng)
+
+
+STORE_FACTORIES: dict[str, StoreFactory] = {"memory": _memory, "sqlite": _sqlite}
