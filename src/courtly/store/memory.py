@@ -167,6 +167,10 @@ class MemoryStore:
             requests_made=self._requests,
         )
 
+    async def flush(self) -> None:
+        """Nothing to make durable: the state lives and dies with the process."""
+        return None
+
     async def aclose(self) -> None:
         return None
 
