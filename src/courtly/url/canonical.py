@@ -84,12 +84,24 @@ class UrlJoiner:
     :meth:`join` never raises.
     """
 
-    __slots__ = ("_base", "_base_url", "_max_length")
+    __slots__ = (
+        "_base",
+        "_base_dir",
+        "_base_path",
+        "_base_query",
+        "_base_url",
+        "_max_length",
+        "_origin",
+    )
 
     def __init__(self, base_url: str, *, max_length: int = MAX_URL_LENGTH) -> None:
         self._base_url = canonicalize(base_url, max_length=max_length)
         self._base = URL(self._base_url)
         self._max_length = max_length
+        path_start = self._base_url.index("/", self._base_url.index("://") + 3)
+        self._origin = self._base_url[:path_start]
+        self._base_path, _, self._base_query = self._base_url[path_start:].partition("?")
+        self._base_dir = self._base_path[: self._base_path.rfind("/") + 1]
 
     @property
     def base_url(self) -> str:
@@ -109,15 +121,22 @@ class UrlJoiner:
         if not text:
             return None
         needs_whatwg = "\\" in text
-        if ":" in text and (scheme := _SCHEME_PREFIX_RE.match(text)) is not None:
-            if scheme.group(1).lower() not in _DEFAULT_PORTS:
-                return None
-            # "http:page" is relative to an http base for browsers; yarl reads it differently.
-            needs_whatwg = needs_whatwg or not text.startswith("//", scheme.end())
+        colon = text.find(":")
+        if colon >= 0:
+            scheme = _SCHEME_PREFIX_RE.match(text)
+            if scheme is not None:
+                if scheme.group(1).lower() not in _DEFAULT_PORTS:
+                    return None
+                # "http:page" is relative to an http base for browsers; yarl reads it otherwise.
+                needs_whatwg = needs_whatwg or not text.startswith("//", scheme.end())
+            elif "/" not in text[:colon]:
+                # A first path segment with a colon ("1a:b", "?x=a:b"): leave it to WHATWG
+                # rather than yarl's escaping of that colon.
+                needs_whatwg = True
         canonical: str | None = None
         if not needs_whatwg:
             try:
-                canonical = _serialize(self._base.join(URL(text)))
+                canonical = self._join_parsed(text)
             except (ValueError, UnicodeError):  # InvalidURL included: WHATWG decides below
                 canonical = None
         if canonical is None:
@@ -129,12 +148,51 @@ class UrlJoiner:
             return None
         return canonical
 
+    def _join_parsed(self, text: str) -> str | None:
+        """RFC 3986 reference resolution over yarl's parse of ``text`` (no backslash, no scheme
+        other than http(s) followed by ``//``); ``None`` to defer to WHATWG."""
+        ref = URL(text)
+        if ref.scheme:
+            return _serialize(ref)
+        if text.startswith("//"):
+            return _serialize(self._base.join(ref)) if ref.raw_host else None
+        path = ref.raw_path
+        if not path:  # "?query" or "#fragment"
+            path = self._base_path
+            query = ref.raw_query_string if text[0] == "?" else self._base_query
+        else:
+            if path[0] != "/":
+                path = self._base_dir + path
+            if "/." in path:
+                path = _remove_dot_segments(path)
+            query = ref.raw_query_string
+        if query:
+            return f"{self._origin}{path}?{query}"
+        return f"{self._origin}{path}"
+
+
+def _remove_dot_segments(path: str) -> str:
+    """Remove ``.`` and ``..`` segments from an absolute path (RFC 3986, section 5.2.4)."""
+    kept: list[str] = []
+    segments = path.split("/")
+    for segment in segments[1:]:
+        if segment == "..":
+            if kept:
+                kept.pop()
+        elif segment != ".":
+            kept.append(segment)
+    if segments[-1] in (".", ".."):
+        kept.append("")
+    return "/" + "/".join(kept)
+
 
 def _clean(text: str) -> str:
-    """Strip C0 controls and spaces at both ends and drop tabs and newlines, as browsers do."""
+    """Strip C0 controls and spaces at both ends, drop tabs and newlines, escape inner spaces."""
     text = text.strip(_STRIP_CHARS)
     if "\t" in text or "\n" in text or "\r" in text:
         text = text.translate(_TAB_NEWLINE)
+    if " " in text:  # browsers send %20, also in the query (where yarl would write "+")
+        text = text.replace(" ", "%20")
     return text
 
 
