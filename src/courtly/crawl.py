@@ -1,0 +1,728 @@
+"""The crawl: frontier + robots.txt + fetcher + parser + archive, wired in one place.
+
+Data flow of one lease (see docs/architecture.md for the whole picture):
+
+1. a worker leases the earliest ready host (one request in flight per host);
+2. if the host's robots.txt is unknown or stale, *that* lease fetches it (it
+   counts against the host's politeness), the decision is cached, and the URL is
+   released back to the head of its queue;
+3. a URL robots.txt disallows completes with no request (catalogue: ``robots``);
+   while robots.txt is unreachable the host is held back, its URLs kept;
+4. otherwise the page is fetched (one GET, no redirects followed), archived to
+   WARC, parsed for links (HTML only; nofollow honoured) or sitemap entries;
+   redirects become new URLs; every new URL is canonicalised, scoped, trap-checked;
+5. ``complete`` stores, atomically, the host's new politeness state, the
+   discovered URLs and the catalogue entries; the host re-enters the ready heap
+   at end of response + politeness delay.
+
+:func:`build_crawler` is the one wiring function; :class:`Crawler` owns no
+globals and takes its clock, store and fetcher as arguments (tests inject fakes).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import json
+import logging
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import xxhash
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.archive.warc import WarcWriter
+from courtly.clock import Clock, SystemClock
+from courtly.config import CrawlConfig
+from courtly.errors import FetchError, InvalidURL, StateError
+from courtly.fetch.config import FetchConfig
+from courtly.fetch.http_fetcher import HttpFetcher
+from courtly.fetch.records import Fetcher, FetchResult
+from courtly.frontier.budget import BudgetConfig
+from courtly.frontier.config import FrontierConfig, QueueConfig
+from courtly.frontier.frontier import Candidate, Frontier
+from courtly.frontier.politeness import PolitenessConfig, parse_retry_after, politeness_delay_s
+from courtly.frontier.records import (
+    AddStatus,
+    FrontierCounts,
+    Lease,
+    Outcome,
+    OutcomeKind,
+    QueuedUrl,
+)
+from courtly.frontier.seen import BloomSeenSet
+from courtly.parse.links import extract_links
+from courtly.parse.sitemaps import parse_sitemap
+from courtly.robots import (
+    RobotsCache,
+    RobotsDecision,
+    authority_of,
+    fetch_robots,
+    product_token,
+    robots_url_for,
+)
+from courtly.store.base import FrontierStore
+from courtly.store.memory import MemoryStore
+from courtly.url import Scope, TrapConfig, UrlJoiner, canonicalize, trap_reason
+
+__all__ = [
+    "CrawlSnapshot",
+    "CrawlStats",
+    "Crawler",
+    "Page",
+    "ProgressSink",
+    "build_crawler",
+    "open_store",
+]
+
+log = logging.getLogger("courtly.crawl")
+
+_REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_STOP_GRACE_S = 5.0
+_MAX_SITEMAPS = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """A fetched page, as handed to ``on_page``. ``links`` are the canonical URLs found."""
+
+    url: str
+    status: int
+    depth: int
+    headers: tuple[tuple[str, str], ...]
+    body: bytes
+    links: tuple[str, ...]
+    fetched_at: float
+    elapsed_s: float
+    truncated: bool
+
+
+@dataclass(slots=True)
+class CrawlStats:
+    """Live counters of one run (mutable; read a :class:`CrawlSnapshot` for a stable view)."""
+
+    started_at: float = 0.0
+    pages: int = 0
+    robots_fetches: int = 0
+    bytes_received: int = 0
+    redirects: int = 0
+    errors: Counter[str] = field(default_factory=Counter)
+    skipped: Counter[str] = field(default_factory=Counter)
+    statuses: Counter[int] = field(default_factory=Counter)
+    fenced: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlSnapshot:
+    """What progress and the final summary show."""
+
+    elapsed_s: float
+    pages: int
+    pages_per_s: float
+    robots_fetches: int
+    bytes_received: int
+    redirects: int
+    in_flight: int
+    counts: FrontierCounts
+    errors: dict[str, int]
+    skipped: dict[str, int]
+    statuses: dict[int, int]
+    warc_files: tuple[str, ...]
+    state_dir: str
+    finished: bool
+    stop_reason: str | None
+
+
+class ProgressSink(Protocol):
+    """Where progress goes: a terminal dashboard, log lines, or nothing."""
+
+    def update(self, snapshot: CrawlSnapshot) -> None: ...
+
+    def close(self, snapshot: CrawlSnapshot) -> None: ...
+
+
+OnPage = Callable[[Page], Awaitable[None] | None]
+
+
+def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
+    """The frontier store a config asks for: SQLite in ``state_dir`` (default) or memory."""
+    if config.store == "memory":
+        return MemoryStore(queues, seen=BloomSeenSet(capacity=1_000_000))
+    from courtly.store.sqlite import SqliteStore  # the SQLite backend is optional at import
+
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    return SqliteStore(config.state_dir / "frontier.sqlite3", queues)
+
+
+def build_crawler(
+    config: CrawlConfig,
+    *,
+    on_page: OnPage | None = None,
+    clock: Clock | None = None,
+    store: FrontierStore | None = None,
+    fetcher: Fetcher | None = None,
+    progress: ProgressSink | None = None,
+) -> Crawler:
+    """Wire a crawler from a config; every collaborator can be injected."""
+    return Crawler(
+        config, on_page=on_page, clock=clock, store=store, fetcher=fetcher, progress=progress
+    )
+
+
+def frontier_config(config: CrawlConfig) -> FrontierConfig:
+    """The frontier settings implied by a crawl config."""
+    return FrontierConfig(
+        queues=QueueConfig.for_fetchers(config.concurrency),
+        politeness=PolitenessConfig(
+            min_delay_s=config.min_delay_s,
+            delay_factor=config.delay_factor,
+            max_delay_s=config.max_delay_s,
+        ),
+        budget=BudgetConfig(
+            max_queued_per_host=config.max_queued_per_host,
+            max_requests_per_host=config.max_requests_per_host,
+        ),
+        lease_ttl_s=config.lease_ttl_s,
+    )
+
+
+class Crawler:
+    """A polite crawl of ``config.seeds`` within ``config.scope``.
+
+    ``await crawler.run()`` crawls until the frontier is empty, ``max_pages`` or
+    ``max_time_s`` is reached, or :meth:`request_stop` is called, and returns
+    the final :class:`CrawlSnapshot`. ``on_page`` (sync or async) sees every
+    fetched page. A state directory that already holds a crawl is resumed.
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        on_page: OnPage | None = None,
+        clock: Clock | None = None,
+        store: FrontierStore | None = None,
+        fetcher: Fetcher | None = None,
+        progress: ProgressSink | None = None,
+    ) -> None:
+        self.config = config
+        self._clock: Clock = clock or SystemClock()
+        fconfig = frontier_config(config)
+        self._store = store if store is not None else open_store(config, fconfig.queues)
+        self.frontier = Frontier(self._store, fconfig, clock=self._clock)
+        self._fetcher_given = fetcher
+        self._fetcher: Fetcher | None = fetcher
+        self._on_page = on_page
+        self._progress = progress
+        self._ua = config.user_agent
+        self._token = product_token(config.user_agent)
+        self._robots = RobotsCache(ttl_s=config.robots_ttl_s)
+        self._traps = TrapConfig()
+        self._scope: Scope | None = None
+        self._sitemaps: set[str] = set()
+        self._warc: WarcWriter | None = None
+        self.stats = CrawlStats()
+        self._in_flight = 0
+        self._stopping = False
+        self._stop_reason: str | None = None
+        self._finished = False
+        self._wake = asyncio.Event()
+        self._workers: list[asyncio.Task[None]] = []
+        self.config_changes: list[str] = []
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def request_stop(self, reason: str = "requested") -> None:
+        """Stop leasing; requests in flight finish (or are abandoned after a short grace)."""
+        if not self._stopping:
+            self._stopping = True
+            self._stop_reason = reason
+        self._wake.set()
+
+    def abort(self) -> None:
+        """Stop now: cancel requests in flight (their leases stay void; nothing is lost)."""
+        self.request_stop("aborted")
+        for task in self._workers:
+            task.cancel()
+
+    async def run(self) -> CrawlSnapshot:
+        """Crawl; see the class doc. Returns the final snapshot."""
+        self.stats.started_at = self._clock.now()
+        self._warc = WarcWriter.open_existing(
+            self.config.state_dir / "warc",
+            gzip_level=self.config.warc_gzip_level,
+            clock=self._clock,
+            warcinfo_fields={"operator-agent": self._ua},
+        )
+        http: HttpFetcher | None = None
+        if self._fetcher is None:
+            http = HttpFetcher(
+                FetchConfig(
+                    user_agent=self._ua,
+                    connect_timeout_s=self.config.connect_timeout_s,
+                    total_timeout_s=self.config.total_timeout_s,
+                    max_body_bytes=self.config.max_body_bytes,
+                    per_ip_concurrency=self.config.per_ip,
+                    allow_private_networks=self.config.allow_private_networks,
+                    hosts_file=self.config.hosts_file,
+                ),
+                self._clock,
+            )
+            self._fetcher = http
+        try:
+            await self._start()
+            async with asyncio.TaskGroup() as group:
+                self._workers = [
+                    group.create_task(self._worker()) for _ in range(self.config.concurrency)
+                ]
+                reporter = group.create_task(self._reporter())
+                deadline = (
+                    group.create_task(self._deadline(self.config.max_time_s))
+                    if self.config.max_time_s is not None
+                    else None
+                )
+                await asyncio.gather(*self._workers, return_exceptions=True)
+                reporter.cancel()
+                if deadline is not None:
+                    deadline.cancel()
+            snapshot = await self.snapshot()
+            await self._save_stats(snapshot)
+            return snapshot
+        finally:
+            if http is not None:
+                await http.aclose()
+            if self._warc is not None:
+                self._warc.close()
+            await self.frontier.aclose()
+            if self._progress is not None:
+                with contextlib.suppress(Exception):
+                    self._progress.close(self._final or await self._safe_snapshot())
+
+    _final: CrawlSnapshot | None = None
+
+    async def _safe_snapshot(self) -> CrawlSnapshot:
+        counts = FrontierCounts(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        return self._make_snapshot(counts)
+
+    async def _start(self) -> None:
+        previous = await self._store.get_blob("crawl", "config")
+        identity = self.config.identity()
+        stored_seeds: list[str] = []
+        if previous is not None:
+            try:
+                old = json.loads(previous)
+            except ValueError:
+                raise StateError("the stored crawl configuration is unreadable") from None
+            stored_seeds = list(old.get("seeds", []))
+            for key, value in identity.items():
+                if key == "seeds":
+                    continue
+                if key in old and old[key] != value:
+                    self.config_changes.append(f"{key}: {old[key]!r} -> {value!r}")
+            for change in self.config_changes:
+                log.warning("configuration changed since the last run: %s", change)
+        seeds = list(dict.fromkeys([*stored_seeds, *self.config.seeds]))
+        if not seeds:
+            raise StateError(
+                f"nothing to crawl: no seeds given and no crawl in {self.config.state_dir}"
+            )
+        identity["seeds"] = seeds
+        await self._store.put_blob("crawl", "config", json.dumps(identity).encode())
+        self._scope = Scope.from_seeds(
+            seeds,
+            self.config.scope,
+            include=self.config.include,
+            exclude=self.config.exclude,
+            max_depth=self.config.max_depth,
+        )
+        statuses = await self.frontier.add_many(Candidate(s, is_seed=True) for s in seeds)
+        for seed, status in zip(seeds, statuses, strict=True):
+            if status is AddStatus.INVALID:
+                self.stats.skipped["invalid_seed"] += 1
+                log.warning("seed %r is not a crawlable URL", seed)
+
+    async def _deadline(self, max_time_s: float) -> None:
+        await asyncio.sleep(max_time_s)
+        self.request_stop("max_time")
+        await asyncio.sleep(_STOP_GRACE_S)
+        for task in self._workers:
+            task.cancel()
+
+    async def _reporter(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.progress_interval_s)
+            snapshot = await self.snapshot()
+            if self._progress is not None:
+                self._progress.update(snapshot)
+            await self._save_stats(snapshot)
+
+    async def _save_stats(self, snapshot: CrawlSnapshot) -> None:
+        self._final = snapshot if snapshot.finished else self._final
+        data = {
+            "updated_at": self._clock.now(),
+            "pages": snapshot.pages,
+            "robots_fetches": snapshot.robots_fetches,
+            "bytes_received": snapshot.bytes_received,
+            "errors": snapshot.errors,
+            "skipped": snapshot.skipped,
+            "finished": snapshot.finished,
+            "stop_reason": snapshot.stop_reason,
+        }
+        with contextlib.suppress(Exception):
+            await self._store.put_blob("crawl", "last_run", json.dumps(data).encode())
+
+    async def snapshot(self) -> CrawlSnapshot:
+        """Counters and frontier sizes now."""
+        return self._make_snapshot(await self.frontier.counts())
+
+    def _make_snapshot(self, counts: FrontierCounts) -> CrawlSnapshot:
+        elapsed = max(1e-9, self._clock.now() - self.stats.started_at)
+        warc_files: tuple[str, ...] = ()
+        if self._warc is not None:
+            warc_files = tuple(str(p) for p in self._warc.existing_files())
+        workers_done = bool(self._workers) and all(task.done() for task in self._workers)
+        done = self._finished or workers_done
+        return CrawlSnapshot(
+            elapsed_s=elapsed,
+            pages=self.stats.pages,
+            pages_per_s=self.stats.pages / elapsed,
+            robots_fetches=self.stats.robots_fetches,
+            bytes_received=self.stats.bytes_received,
+            redirects=self.stats.redirects,
+            in_flight=self._in_flight,
+            counts=counts,
+            errors=dict(self.stats.errors),
+            skipped=dict(self.stats.skipped),
+            statuses=dict(self.stats.statuses),
+            warc_files=warc_files,
+            state_dir=str(self.config.state_dir),
+            finished=done,
+            stop_reason=self._stop_reason or ("done" if self._finished else None),
+        )
+
+    # -- workers --------------------------------------------------------------
+
+    async def _worker(self) -> None:
+        max_pages = self.config.max_pages
+        while not self._stopping:
+            if max_pages is not None and self.stats.pages + self._in_flight >= max_pages:
+                if self._in_flight == 0:
+                    self.request_stop("max_pages")
+                    break
+                await self._idle(0.05)
+                continue
+            batch = await self.frontier.lease(1)
+            if batch.leases:
+                self._in_flight += 1
+                try:
+                    await self._process(batch.leases[0])
+                finally:
+                    self._in_flight -= 1
+                    self._wake.set()
+                continue
+            if batch.next_ready_at is None and self._in_flight == 0:
+                counts = await self.frontier.counts()
+                if counts.queued == 0 and counts.leased == 0:
+                    self._finished = True
+                    self.request_stop("done")
+                    break
+            wait_s = 0.5
+            if batch.next_ready_at is not None:
+                wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
+            await self._idle(wait_s)
+
+    async def _idle(self, wait_s: float) -> None:
+        self._wake.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout=max(wait_s, 0.001))
+
+    async def _process(self, lease: Lease) -> None:
+        authority = authority_of(lease.url)
+        decision = self._robots.lookup(authority, self._clock.now())
+        if decision is None:
+            await self._fetch_robots(lease, authority)
+            return
+        if decision.kind == "unreachable":
+            # robots.txt unreachable: disallow all *for now*; keep the URLs, hold the host.
+            wait_s = max(0.0, decision.valid_until_at - self._clock.now())
+            now = self._clock.now()
+            await self.frontier.release(
+                lease, Outcome(OutcomeKind.THROTTLED, now, now, retry_after_s=wait_s)
+            )
+            return
+        if not decision.allowed(lease.url, self._ua):
+            self.stats.skipped["robots"] += 1
+            entry = CatalogueEntry(lease.url, depth=lease.depth, skip_reason="robots")
+            await self._complete(lease, Outcome.no_request(self._clock.now()), (), (entry,))
+            return
+        await self._fetch_page(lease, decision)
+
+    async def _fetch_robots(self, lease: Lease, authority: tuple[str, str, int]) -> None:
+        assert self._fetcher is not None
+        paced = _PacedFetcher(self._fetcher, self._clock, self.frontier.config.politeness)
+        outcome = await fetch_robots(paced, robots_url_for(lease.url))
+        self.stats.robots_fetches += 1
+        for result in outcome.results:
+            self._archive(result)
+        now = self._clock.now()
+        decision = self._robots.store(authority, outcome, now)
+        if outcome.results:
+            last = outcome.results[-1]
+            started, ended = outcome.results[0].started_at, last.ended_at
+            retry = parse_retry_after(last.header("Retry-After"), ended)
+            crawl_delay = decision.crawl_delay_s(self._ua)
+            if outcome.kind == "unreachable" and last.status < 500 and last.status != 429:
+                kind = OutcomeKind.SERVER_ERROR  # e.g. a truncated body
+                result_outcome = Outcome(kind, started, ended, last.status, retry, crawl_delay)
+            else:
+                result_outcome = Outcome.from_status(
+                    last.status, started, ended, retry_after_s=retry, crawl_delay_s=crawl_delay
+                )
+        else:
+            self.stats.errors["robots_unreachable"] += 1
+            result_outcome = Outcome(OutcomeKind.NETWORK_ERROR, now, now)
+        await self.frontier.release(lease, result_outcome)
+        if self.config.follow_sitemaps and outcome.kind == "ok":
+            await self._add_sitemaps(decision, lease.url)
+
+    async def _add_sitemaps(self, decision: RobotsDecision, found_on: str) -> None:
+        assert self._scope is not None
+        candidates: list[Candidate] = []
+        for raw in decision.sitemaps:
+            if len(self._sitemaps) >= _MAX_SITEMAPS:
+                break
+            try:
+                url = canonicalize(raw)
+            except InvalidURL:
+                continue
+            if self._scope.check(url, 0) is not None or url in self._sitemaps:
+                continue
+            self._sitemaps.add(url)
+            candidates.append(Candidate(url, depth=1))
+        if candidates:
+            await self.frontier.add_many(candidates, canonical=True)
+
+    async def _fetch_page(self, lease: Lease, decision: RobotsDecision) -> None:
+        assert self._fetcher is not None
+        crawl_delay = decision.crawl_delay_s(self._ua)
+        try:
+            result = await self._fetcher.fetch(lease.url)
+        except FetchError as error:
+            now = self._clock.now()
+            self.stats.errors[error.kind] += 1
+            kind = OutcomeKind.NETWORK_ERROR
+            if error.kind in ("blocked", "too_long_url"):
+                kind = OutcomeKind.NO_REQUEST
+            outcome = Outcome(kind, lease.leased_at, now, crawl_delay_s=crawl_delay)
+            entry = CatalogueEntry(
+                lease.url, depth=lease.depth, fetched_at=now, skip_reason=f"error:{error.kind}"
+            )
+            await self._complete(lease, outcome, (), (entry,))
+            return
+        self.stats.pages += 1
+        self.stats.statuses[result.status] += 1
+        self.stats.bytes_received += len(result.raw_body or result.body)
+        position = self._archive(result)
+        retry_after = parse_retry_after(result.header("Retry-After"), result.ended_at)
+        outcome = Outcome.from_status(
+            result.status,
+            result.started_at,
+            result.ended_at,
+            retry_after_s=retry_after,
+            crawl_delay_s=crawl_delay,
+        )
+        if outcome.kind is not OutcomeKind.SUCCESS:
+            self.stats.errors[f"http_{result.status}"] += 1
+        links, discovered, skipped, redirect_to, title, noindex = self._links_of(lease, result)
+        content_type = result.header("Content-Type")
+        page_entry = CatalogueEntry(
+            lease.url,
+            status=result.status,
+            fetched_at=result.ended_at,
+            depth=lease.depth,
+            content_type=content_type,
+            content_hash=xxhash.xxh3_64_intdigest(result.body),
+            content_bytes=len(result.body),
+            raw_bytes=len(result.raw_body or result.body),
+            elapsed_s=result.elapsed_s,
+            warc_file=position[0] if position else None,
+            warc_offset=position[1] if position else None,
+            warc_length=position[2] if position else None,
+            redirect_to=redirect_to,
+            title=title,
+            noindex=noindex,
+            etag=result.header("ETag"),
+            last_modified=result.header("Last-Modified"),
+        )
+        statuses = await self._complete(lease, outcome, discovered, (page_entry, *skipped))
+        if statuses is not None and discovered:
+            await self._record_discoveries(lease.url, discovered, statuses)
+        if self._on_page is not None:
+            page = Page(
+                lease.url,
+                result.status,
+                lease.depth,
+                result.headers,
+                result.body,
+                links,
+                result.ended_at,
+                result.elapsed_s,
+                result.truncated,
+            )
+            maybe = self._on_page(page)
+            if inspect.isawaitable(maybe):
+                await maybe
+
+    def _links_of(
+        self, lease: Lease, result: FetchResult
+    ) -> tuple[
+        tuple[str, ...], list[QueuedUrl], list[CatalogueEntry], str | None, str | None, bool
+    ]:
+        """Links of a response: (all canonical links, to queue, skipped entries, redirect, title,
+        noindex)."""
+        depth = lease.depth + 1
+        joiner = UrlJoiner(lease.url)
+        urls: list[str] = []
+        redirect_to: str | None = None
+        title: str | None = None
+        noindex = False
+        if result.status in _REDIRECTS:
+            location = result.header("Location")
+            target = joiner.join(location) if location else None
+            if target is not None:
+                redirect_to = target
+                urls.append(target)
+                self.stats.redirects += 1
+        elif 200 <= result.status < 300:
+            if lease.url in self._sitemaps or _looks_like_sitemap(result):
+                sitemap = parse_sitemap(result.body)
+                for item in sitemap.urls:
+                    if (url := joiner.join(item.loc)) is not None:
+                        urls.append(url)
+                for child in sitemap.sitemaps:
+                    if (url := joiner.join(child)) is not None and len(
+                        self._sitemaps
+                    ) < _MAX_SITEMAPS:
+                        self._sitemaps.add(url)
+                        urls.append(url)
+            else:
+                page = extract_links(
+                    result.body,
+                    lease.url,
+                    content_type=result.header("Content-Type"),
+                    x_robots_tag=[v for k, v in result.headers if k.lower() == "x-robots-tag"],
+                    join=joiner.join,
+                    robots_token=self._token,
+                )
+                title = page.title
+                noindex = page.noindex
+                if page.nofollow:
+                    self.stats.skipped["page_nofollow"] += 1
+                urls.extend(link.url for link in page.followable())
+        assert self._scope is not None
+        queued: list[QueuedUrl] = []
+        skipped: list[CatalogueEntry] = []
+        seen_here: set[str] = set()
+        for url in urls:
+            if url in seen_here:
+                continue
+            seen_here.add(url)
+            reason = self._scope.check(url, depth) or trap_reason(url, self._traps)
+            if reason is not None:
+                self.stats.skipped[reason] += 1
+                skipped.append(
+                    CatalogueEntry(url, depth=depth, referrer=lease.url, skip_reason=reason)
+                )
+                continue
+            try:
+                queued.append(self.frontier.queued_url(Candidate(url, depth=depth), canonical=True))
+            except InvalidURL:
+                self.stats.skipped["invalid"] += 1
+        return tuple(seen_here), queued, skipped, redirect_to, title, noindex
+
+    async def _record_discoveries(
+        self, referrer: str, discovered: Sequence[QueuedUrl], statuses: Sequence[AddStatus]
+    ) -> None:
+        """Catalogue every newly queued URL with its referrer and depth (first discovery wins)."""
+        entries = [
+            CatalogueEntry(entry.url, depth=entry.depth, referrer=referrer)
+            for entry, status in zip(discovered, statuses, strict=True)
+            if status is AddStatus.QUEUED
+        ]
+        for status in statuses:
+            if status in (AddStatus.OVER_HOST_BUDGET, AddStatus.OVER_CRAWL_BUDGET):
+                self.stats.skipped["budget"] += 1
+            elif status is AddStatus.HOST_RETIRED:
+                self.stats.skipped["host_retired"] += 1
+        if entries:
+            await self._store.record(entries)
+
+    async def _complete(
+        self,
+        lease: Lease,
+        outcome: Outcome,
+        discovered: Sequence[QueuedUrl],
+        records: Sequence[CatalogueEntry],
+    ) -> list[AddStatus] | None:
+        statuses = await self.frontier.complete(lease, outcome, discovered, records)
+        if statuses is None:
+            self.stats.fenced += 1
+            log.info("lease on %s expired before completion; result discarded", lease.host_key)
+        return statuses
+
+    def _archive(self, result: FetchResult) -> tuple[str, int, int] | None:
+        if self._warc is None:
+            return None
+        position = self._warc.write_exchange(result)
+        return (position.filename, position.offset, position.length)
+
+
+class _PacedFetcher:
+    """A fetcher that leaves the politeness gap between its own consecutive requests.
+
+    robots.txt redirects are followed inside one lease; each hop is a request
+    like any other, so the next one waits out the delay the previous one earned.
+    """
+
+    def __init__(self, inner: Fetcher, clock: Clock, politeness: PolitenessConfig) -> None:
+        self._inner = inner
+        self._clock = clock
+        self._politeness = politeness
+        self._next_at: float | None = None
+
+    async def fetch(self, url: str) -> FetchResult:
+        if self._next_at is not None:
+            await self._clock.sleep(self._next_at - self._clock.now())
+        try:
+            result = await self._inner.fetch(url)
+        except FetchError:
+            self._next_at = self._clock.now() + self._politeness.min_delay_s
+            raise
+        gap = politeness_delay_s(result.elapsed_s, None, 0.0, self._politeness)
+        self._next_at = result.ended_at + gap
+        return result
+
+
+def _looks_like_sitemap(result: FetchResult) -> bool:
+    head = result.body[:512].lstrip()
+    if head.startswith(b"\x1f\x8b"):
+        return True
+    content_type = (result.header("Content-Type") or "").lower()
+    if "xml" not in content_type:
+        return False
+    return b"<urlset" in result.body[:2048] or b"<sitemapindex" in result.body[:2048]
+
+
+def hosts_snapshot_line(snapshot: CrawlSnapshot) -> str:
+    """One plain progress line (for logs and non-terminal output)."""
+    c = snapshot.counts
+    errors = ",".join(f"{k}={v}" for k, v in sorted(snapshot.errors.items())) or "0"
+    return (
+        f"t={snapshot.elapsed_s:6.1f}s pages={snapshot.pages} ({snapshot.pages_per_s:.1f}/s) "
+        f"robots={snapshot.robots_fetches} queued={c.queued} in_flight={snapshot.in_flight} "
+        f"hosts ready={c.hosts_ready} snoozed={c.hosts_snoozed} parked={c.hosts_parked} "
+        f"retired={c.hosts_retired} errors={errors}"
+    )
