@@ -1,0 +1,313 @@
+"""The FrontierStore contract: one suite, every backend in ``tests.stores.STORE_FACTORIES``.
+
+Each test drives a store directly (no facade) with plain values for time and
+host state, so what is checked is the store's semantics: FIFO per host and
+level, fencing, expiry re-delivery at the head, dedup, budgets, retirement,
+the catalogue, blobs and counts.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Callable
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.frontier.budget import BudgetConfig
+from courtly.frontier.config import QueueConfig
+from courtly.frontier.records import AddStatus, HostState, Lease, QueuedUrl
+from courtly.store.base import FrontierStore
+from tests.stores import STORE_FACTORIES
+
+T0 = 1_000.0
+TTL_S = 30.0
+NO_BUDGET = BudgetConfig(max_queued_per_host=None)
+
+MakeStore = Callable[..., FrontierStore]
+
+
+@pytest.fixture(params=sorted(STORE_FACTORIES))
+async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MakeStore]:
+    """Build stores of the parametrized backend (each in its own directory); closed after."""
+    factory = STORE_FACTORIES[request.param]
+    made: list[FrontierStore] = []
+
+    def build(queues: QueueConfig | None = None, seed: int = 0) -> FrontierStore:
+        directory = tmp_path / f"store{len(made)}"
+        directory.mkdir()
+        store = factory(directory, queues or QueueConfig(), random.Random(seed))
+        made.append(store)
+        return store
+
+    yield build
+    for store in made:
+        await store.aclose()
+
+
+def url(host: str, path: str, level: int = 0, depth: int = 0) -> QueuedUrl:
+    return QueuedUrl(f"http://{host}/{path}", host, level, depth)
+
+
+async def lease_one(store: FrontierStore, now_at: float = T0) -> Lease:
+    batch = await store.lease(now_at, TTL_S, 1)
+    assert len(batch.leases) == 1, batch
+    return batch.leases[0]
+
+
+async def done(store: FrontierStore, lease: Lease, now_at: float = T0, **changes: object) -> None:
+    """Complete ``lease`` with the host ready again at ``now_at`` (plus ``changes``)."""
+    state = replace(lease.host, next_allowed_at=now_at, **changes)  # type: ignore[arg-type]
+    assert await store.complete(lease, state, (), now_at, NO_BUDGET) == []
+
+
+async def drain(store: FrontierStore, now_at: float = T0) -> list[str]:
+    """Lease and complete until empty; the URLs in the order served."""
+    served: list[str] = []
+    for _ in range(10_000):
+        batch = await store.lease(now_at, TTL_S, 8)
+        if not batch.leases:
+            assert batch.next_ready_at is None, "hosts left waiting with no time passing"
+            return served
+        for lease in batch.leases:
+            served.append(lease.url)
+            await done(store, lease, now_at)
+    raise AssertionError("drain did not end")
+
+
+# -- FIFO and the two tiers ---------------------------------------------------------
+
+
+async def test_fifo_within_a_host_and_level(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3, max_back_queues=2))
+    entries = [url(f"h{i % 3}.test", f"p{i}", level=i % 2) for i in range(30)]
+    assert await store.add(entries, T0, NO_BUDGET) == [AddStatus.QUEUED] * 30
+    served = await drain(store)
+    assert sorted(served) == sorted(e.url for e in entries)
+    for host in ("h0.test", "h1.test", "h2.test"):
+        for level in (0, 1):
+            expected = [e.url for e in entries if e.host_key == host and e.level == level]
+            assert [u for u in served if u in expected] == expected
+
+
+async def test_back_queues_are_bounded_and_every_url_comes_out(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=2, max_back_queues=3))
+    entries = [url(f"h{i % 11}.test", f"p{i}", level=i % 2) for i in range(200)]
+    await store.add(entries, T0, NO_BUDGET)
+    counts = await store.counts(T0)
+    assert counts.hosts_active == 3
+    assert counts.queued == counts.front_queued + counts.back_queued == 200
+    served = await drain(store)
+    assert len(served) == len(set(served)) == 200
+    counts = await store.counts(T0)
+    assert (counts.queued, counts.leased, counts.hosts_active) == (0, 0, 0)
+
+
+async def test_one_lease_per_host_and_next_allowed_time(make: MakeStore) -> None:
+    store = make()
+    await store.add([url("a.test", f"p{i}") for i in range(3)], T0, NO_BUDGET)
+    first = await lease_one(store)
+    again = await store.lease(T0, TTL_S, 5)
+    assert again.leases == () and again.next_ready_at is None
+    await done(store, first, T0 + 7.0)
+    batch = await store.lease(T0 + 1.0, TTL_S, 5)
+    assert batch.leases == () and batch.next_ready_at == T0 + 7.0
+    second = await lease_one(store, T0 + 7.0)
+    assert second.url == "http://a.test/p1" and second.token > first.token
+
+
+async def test_low_levels_still_move(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3, max_back_queues=1, max_skips=4))
+    await store.add([url("low.test", "only", level=2)], T0, NO_BUDGET)
+    served: list[str] = []
+    for i in range(20):
+        await store.add([url(f"u{i}.test", "x", level=0)], T0, NO_BUDGET)
+        for lease in (await store.lease(T0, TTL_S, 1)).leases:
+            served.append(lease.host_key)
+            await done(store, lease)
+    assert "low.test" in served
+
+
+# -- leases: fencing, expiry, release -------------------------------------------------
+
+
+async def test_fencing_rejects_stale_and_unknown_leases(make: MakeStore) -> None:
+    store = make()
+    await store.add([url("a.test", "1"), url("a.test", "2")], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    forged = replace(lease, token=lease.token + 1000)
+    assert await store.complete(forged, lease.host, (), T0, NO_BUDGET) is None
+    assert await store.release(forged, None, T0) is False
+    await done(store, lease)
+    assert await store.complete(lease, lease.host, (), T0, NO_BUDGET) is None
+    assert await store.release(lease, None, T0) is False
+    counts = await store.counts(T0)
+    assert counts.queued == 1 and counts.leased == 0
+
+
+async def test_expired_lease_comes_back_at_the_head_and_is_fenced(make: MakeStore) -> None:
+    store = make()
+    await store.add([url("x.test", f"p{i}") for i in range(3)], T0, NO_BUDGET)
+    lost = await lease_one(store)
+    assert (await store.lease(T0 + TTL_S - 0.5, TTL_S, 1)).leases == ()
+    again = await lease_one(store, T0 + TTL_S)
+    assert again.url == lost.url and again.token > lost.token
+    late = await store.complete(lost, lost.host, [url("x.test", "late")], T0 + TTL_S, NO_BUDGET)
+    assert late is None
+    counts = await store.counts(T0 + TTL_S)
+    assert counts.queued == 2 and counts.leased == 1 and counts.seen == 3
+    await done(store, again, T0 + TTL_S)
+    assert await drain(store, T0 + TTL_S) == ["http://x.test/p1", "http://x.test/p2"]
+
+
+async def test_release_returns_the_url_to_the_head_with_new_host_state(make: MakeStore) -> None:
+    store = make()
+    await store.add([url("r.test", f"p{i}") for i in range(3)], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    state = replace(lease.host, next_allowed_at=T0 + 5.0, requests_made=1)
+    assert await store.release(lease, state, T0)
+    assert (await store.lease(T0, TTL_S, 1)).next_ready_at == T0 + 5.0
+    again = await lease_one(store, T0 + 5.0)
+    assert again.url == lease.url and again.host == state
+    counts = await store.counts(T0 + 5.0)
+    assert counts.requests_made == 1
+
+
+# -- dedup and budgets -------------------------------------------------------------------
+
+
+async def test_dedup_within_and_across_batches(make: MakeStore) -> None:
+    store = make()
+    a, b = url("d.test", "a"), url("d.test", "b")
+    assert await store.add([a, b, a], T0, NO_BUDGET) == [
+        AddStatus.QUEUED,
+        AddStatus.QUEUED,
+        AddStatus.SEEN,
+    ]
+    lease = await lease_one(store)
+    statuses = await store.complete(lease, lease.host, [a, url("d.test", "c")], T0, NO_BUDGET)
+    assert statuses == [AddStatus.SEEN, AddStatus.QUEUED]
+    assert (await store.counts(T0)).seen == 3
+
+
+async def test_host_queue_budget_drops_without_marking_seen(make: MakeStore) -> None:
+    store = make()
+    budget = BudgetConfig(max_queued_per_host=2)
+    entries = [url("big.test", str(i)) for i in range(3)]
+    assert await store.add(entries, T0, budget) == [
+        AddStatus.QUEUED,
+        AddStatus.QUEUED,
+        AddStatus.OVER_HOST_BUDGET,
+    ]
+    lease = await lease_one(store)
+    # the leased URL no longer counts against the host's queue
+    assert await store.add([entries[2]], T0, budget) == [AddStatus.QUEUED]
+    assert await store.complete(lease, lease.host, [url("big.test", "3")], T0, budget) == [
+        AddStatus.OVER_HOST_BUDGET
+    ]
+
+
+async def test_crawl_queue_budget(make: MakeStore) -> None:
+    store = make()
+    budget = BudgetConfig(max_queued=2)
+    statuses = await store.add([url(f"h{i}.test", "x") for i in range(3)], T0, budget)
+    assert statuses == [AddStatus.QUEUED, AddStatus.QUEUED, AddStatus.OVER_CRAWL_BUDGET]
+    assert await store.add([url("h2.test", "x")], T0, NO_BUDGET) == [AddStatus.QUEUED]
+
+
+async def test_retirement_drops_the_hosts_queue(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=1, max_back_queues=1))
+    await store.add(
+        [url("gone.test", "1"), url("gone.test", "2"), url("b.test", "1"), url("gone.test", "3")],
+        T0,
+        NO_BUDGET,
+    )
+    lease = await lease_one(store)
+    assert lease.host_key == "gone.test"
+    retired = replace(lease.host, retired="budget", requests_made=1)
+    assert await store.complete(lease, retired, [url("gone.test", "4")], T0, NO_BUDGET) == [
+        AddStatus.HOST_RETIRED
+    ]
+    assert (await store.host_state("gone.test")).retired == "budget"
+    assert await store.add([url("gone.test", "5")], T0, NO_BUDGET) == [AddStatus.HOST_RETIRED]
+    # the URL still in the front tier is dropped when it reaches a back queue
+    assert await drain(store) == ["http://b.test/1"]
+    counts = await store.counts(T0)
+    assert counts.hosts_retired == 1 and counts.queued == 0 and counts.requests_made == 1
+
+
+# -- catalogue, blobs, host state, counts -----------------------------------------------------
+
+
+async def test_catalogue_replaces_and_keeps_first_written_order(make: MakeStore) -> None:
+    store = make()
+    first = CatalogueEntry("http://c.test/1", status=200, content_hash=2**64 - 1, simhash=5)
+    second = CatalogueEntry("http://c.test/2", skip_reason="robots", noindex=True)
+    await store.record([first, second])
+    newer = replace(first, status=304, change_count=2, etag='"v2"', fetched_at=T0)
+    await store.record([newer])
+    assert [entry async for entry in store.catalogue()] == [newer, second]
+
+
+async def test_completion_writes_records_and_a_fenced_one_writes_nothing(make: MakeStore) -> None:
+    store = make()
+    await store.add([url("w.test", "1")], T0, NO_BUDGET)
+    lost = await lease_one(store)
+    again = await lease_one(store, T0 + TTL_S)
+    record = CatalogueEntry(lost.url, status=200, fetched_at=T0)
+    late = await store.complete(lost, lost.host, (), T0 + TTL_S, NO_BUDGET, [record])
+    assert late is None
+    assert [entry async for entry in store.catalogue()] == []
+    result = await store.complete(again, again.host, (), T0 + TTL_S, NO_BUDGET, [record])
+    assert result == []
+    assert [entry async for entry in store.catalogue()] == [record]
+
+
+async def test_catalogue_iterates_many_entries(make: MakeStore) -> None:
+    store = make()
+    entries = [CatalogueEntry(f"http://m.test/{i}", status=200, depth=i % 5) for i in range(1500)]
+    await store.record(entries)
+    assert [entry async for entry in store.catalogue()] == entries
+
+
+async def test_blobs(make: MakeStore) -> None:
+    store = make()
+    assert await store.get_blob("robots", "a.test") is None
+    await store.put_blob("robots", "a.test", b"\x00\xffrules")
+    await store.put_blob("config", "a.test", b"other")
+    assert await store.get_blob("robots", "a.test") == b"\x00\xffrules"
+    await store.put_blob("robots", "a.test", b"")
+    assert await store.get_blob("robots", "a.test") == b""
+    assert await store.get_blob("config", "a.test") == b"other"
+
+
+async def test_host_state_is_fresh_then_stored(make: MakeStore) -> None:
+    store = make()
+    assert await store.host_state("new.test") == HostState("new.test")
+    await store.add([url("s.test", "1")], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    state = HostState("s.test", next_allowed_at=T0 + 3, last_fetch_s=0.5, crawl_delay_s=2.0)
+    await store.complete(lease, state, (), T0, NO_BUDGET)
+    assert await store.host_state("s.test") == state
+
+
+async def test_counts(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=2, max_back_queues=2))
+    await store.add([url(f"h{i}.test", f"p{j}") for i in range(3) for j in range(2)], T0, NO_BUDGET)
+    counts = await store.counts(T0)
+    assert (counts.queued, counts.front_queued, counts.back_queued) == (6, 3, 3)
+    assert (counts.hosts_active, counts.hosts_ready, counts.hosts_snoozed) == (2, 2, 0)
+    assert counts.seen == 6 and counts.leased == 0
+    first = await lease_one(store)
+    state = replace(first.host, next_allowed_at=T0 + 60, error_streak=1, requests_made=1)
+    await store.complete(first, state, (), T0, NO_BUDGET)
+    counts = await store.counts(T0)
+    assert (counts.queued, counts.leased, counts.requests_made) == (5, 0, 1)
+    assert (counts.hosts_ready, counts.hosts_snoozed, counts.hosts_parked) == (1, 1, 1)
+    held = await lease_one(store)
+    counts = await store.counts(T0)
+    assert counts.leased == 1 and counts.queued == 4 and counts.hosts_ready == 0
+    assert await store.release(held, None, T0)
+    assert (await store.counts(T0)).queued == 5
