@@ -111,13 +111,10 @@ def measure(
         for href in hrefs
         if (url := urljoin(base, href.strip())).startswith(("http://", "https://"))
     ]
-    absolute = [
-        url
-        for base, hrefs in data
-        if (j := UrlJoiner(base))
-        for href in hrefs
-        if (url := j.join(href))
-    ]
+    absolute: list[str] = []
+    for base, hrefs in data:
+        joiner = UrlJoiner(base)
+        absolute.extend(joined for href in hrefs if (joined := joiner.join(href)) is not None)
     results: dict[str, float] = {}
 
     def canonicalize_all() -> int:

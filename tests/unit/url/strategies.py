@@ -8,7 +8,9 @@ _HEX = "0123456789abcdefABCDEF"
 
 schemes = st.sampled_from(["http", "https", "HTTP", "Https"])
 
-_ascii_label = st.text("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-", min_size=1)
+_ascii_label = st.text(
+    "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-", min_size=1
+)
 _idn_label = st.text("aäöüßéçñжпрмеіเ例えdefxyz", min_size=1, max_size=10)
 _label = st.one_of(
     _ascii_label.filter(lambda s: not s.startswith("-") and not s.endswith("-")).map(

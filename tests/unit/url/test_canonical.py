@@ -27,10 +27,16 @@ DUPLICATES: list[tuple[str, list[str]]] = [
             "http://example.com\\a",
         ],
     ),
-    ("https://example.com/", ["https://example.com", "https://example.com:443", "https://EXAMPLE.com:443/#"]),
+    (
+        "https://example.com/",
+        ["https://example.com", "https://example.com:443", "https://EXAMPLE.com:443/#"],
+    ),
     ("http://example.com/~user", ["http://example.com/%7Euser", "http://example.com/%7euser"]),
     ("http://example.com/caf%C3%A9", ["http://example.com/caf%c3%a9", "http://example.com/café"]),
-    ("http://example.com/p?q=%C3%A9", ["http://example.com/p?q=%c3%a9", "http://example.com/p?q=é"]),
+    (
+        "http://example.com/p?q=%C3%A9",
+        ["http://example.com/p?q=%c3%a9", "http://example.com/p?q=é"],
+    ),
     ("http://example.com/AB", ["http://example.com/%41%42"]),
     (
         "http://xn--bcher-kva.example/",

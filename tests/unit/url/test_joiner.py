@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import ada_url
+import pytest
+from hypothesis import given, settings
+
+from courtly.errors import InvalidURL
+from courtly.url import MAX_URL_LENGTH, UrlJoiner, canonicalize
+from tests.unit.url.strategies import hrefs, urls
+
+BASE = "http://Example.com/dir/page.html?x=1#top"
+
+
+@pytest.mark.parametrize(
+    ("href", "expected"),
+    [
+        ("a", "http://example.com/dir/a"),
+        ("./a", "http://example.com/dir/a"),
+        ("../a", "http://example.com/a"),
+        ("../../../../a", "http://example.com/a"),  # ".." above the root stays at the root
+        ("/abs/./x/../y", "http://example.com/abs/y"),
+        ("sub/", "http://example.com/dir/sub/"),
+        ("..", "http://example.com/"),
+        (".", "http://example.com/dir/"),
+        ("//cdn.Example.org:80/x#f", "http://cdn.example.org/x"),
+        ("?q=2", "http://example.com/dir/page.html?q=2"),
+        ("?", "http://example.com/dir/page.html"),
+        ("#frag", "http://example.com/dir/page.html?x=1"),
+        ("  /spaced path \n", "http://example.com/spaced%20path"),
+        ("/a?q=a b", "http://example.com/a?q=a%20b"),
+        ("/w\nrapped", "http://example.com/wrapped"),
+        ("..\\up\\file", "http://example.com/up/file"),
+        ("http://other.com\\p", "http://other.com/p"),
+        ("https://other.com:443/p?", "https://other.com/p"),
+        ("HTTP://UP.COM", "http://up.com/"),
+        ("http:rel", "http://example.com/dir/rel"),  # same scheme, no "//": relative
+        ("https:host", "https://host/"),
+        ("%7Euser/caf%c3%a9", "http://example.com/dir/~user/caf%C3%A9"),
+        ("/münchen?q=é", "http://example.com/m%C3%BCnchen?q=%C3%A9"),
+        ("//Bücher.example/", "http://xn--bcher-kva.example/"),
+        ("1a:b", "http://example.com/dir/1a:b"),
+    ],
+)
+def test_join(href: str, expected: str) -> None:
+    assert UrlJoiner(BASE).join(href) == expected
+
+
+@pytest.mark.parametrize(
+    "href",
+    [
+        "",
+        "   ",
+        "\n\t",
+        "mailto:someone@example.com",
+        "javascript:void(0)",
+        " JavaScript:alert(1)",
+        "data:text/html,hi",
+        "tel:+123",
+        "ftp://example.com/",
+        "a:b/c",
+        "//",
+        "http://[::1",
+        "http://exa mple.com/",
+        "http://e.com:99999/",
+    ],
+)
+def test_join_refuses(href: str) -> None:
+    assert UrlJoiner(BASE).join(href) is None
+
+
+def test_base_with_escaped_segments_keeps_them() -> None:
+    joiner = UrlJoiner("http://e.com/a%2Fb/c%20d/page")
+    assert joiner.join("x") == "http://e.com/a%2Fb/c%20d/x"
+    assert joiner.join("../y") == "http://e.com/a%2Fb/y"
+
+
+def test_base_is_canonical_and_bad_base_raises() -> None:
+    assert UrlJoiner(BASE).base_url == "http://example.com/dir/page.html?x=1"
+    with pytest.raises(InvalidURL):
+        UrlJoiner("mailto:x@example.com")
+
+
+def test_join_respects_max_length() -> None:
+    joiner = UrlJoiner("http://e.com/", max_length=30)
+    assert joiner.join("/short") == "http://e.com/short"
+    assert joiner.join("/" + "a" * 30) is None
+    assert UrlJoiner(BASE).join("/" + "a" * MAX_URL_LENGTH) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(urls, hrefs)
+def test_join_gives_canonical_urls_as_browsers_resolve_them(base: str, href: str) -> None:
+    try:
+        joiner = UrlJoiner(base)
+    except InvalidURL:
+        return
+    joined = joiner.join(href)
+    if joined is not None:
+        assert canonicalize(joined) == joined
+    if not href.strip():
+        assert joined is None
+        return
+    # The WHATWG resolution, canonicalised, is the oracle.
+    try:
+        expected: str | None = canonicalize(ada_url.join_url(joiner.base_url, href))
+    except ValueError:
+        expected = None
+    assert joined == expected
