@@ -1,0 +1,192 @@
+"""SqliteStore across close and reopen: everything but the leases comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.errors import StateError
+from courtly.frontier.budget import BudgetConfig
+from courtly.frontier.config import QueueConfig
+from courtly.frontier.records import AddStatus, QueuedUrl
+from courtly.store.sqlite import SqliteStore
+
+T0 = 1_000.0
+TTL_S = 30.0
+NO_BUDGET = BudgetConfig(max_queued_per_host=None)
+QUEUES = QueueConfig(levels=3, max_back_queues=2)
+
+
+def url(host: str, path: str, level: int = 0) -> QueuedUrl:
+    return QueuedUrl(f"http://{host}/{path}", host, level, 1)
+
+
+def open_store(path: Path, **options: object) -> SqliteStore:
+    return SqliteStore(path, QUEUES, rng=random.Random(3), **options)  # type: ignore[arg-type]
+
+
+async def test_leases_are_void_after_reopen_and_tokens_keep_increasing(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path)
+    await store.add([url("a.test", f"p{i}") for i in range(3)], T0, NO_BUDGET)
+    held = (await store.lease(T0, TTL_S, 1)).leases[0]
+    await store.aclose()
+
+    store = open_store(path)
+    counts = await store.counts(T0)
+    assert counts.leased == 0 and counts.queued == 3
+    again = (await store.lease(T0, TTL_S, 1)).leases[0]
+    assert again.url == held.url == "http://a.test/p0"
+    assert again.token > held.token
+    # a completion of the lease from before the restart is fenced
+    assert await store.complete(held, held.host, (), T0, NO_BUDGET) is None
+    await store.aclose()
+
+
+async def test_host_keeps_its_next_allowed_time(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path)
+    await store.add([url("slow.test", "1"), url("slow.test", "2")], T0, NO_BUDGET)
+    lease = (await store.lease(T0, TTL_S, 1)).leases[0]
+    state = replace(lease.host, next_allowed_at=T0 + 50.0, requests_made=1)
+    await store.complete(lease, state, (), T0, NO_BUDGET)
+    await store.aclose()
+
+    store = open_store(path)
+    batch = await store.lease(T0 + 1.0, TTL_S, 4)
+    assert batch.leases == () and batch.next_ready_at == T0 + 50.0
+    assert (await store.host_state("slow.test")) == state
+    assert [le.url for le in (await store.lease(T0 + 50.0, TTL_S, 4)).leases] == [
+        "http://slow.test/2"
+    ]
+    await store.aclose()
+
+
+async def test_resume_guard_holds_every_host(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path)
+    await store.add([url("a.test", "1"), url("b.test", "1")], T0, NO_BUDGET)
+    await store.lease(T0, TTL_S, 1)
+    await store.aclose()
+
+    store = open_store(path, resume_guard_s=5.0)
+    batch = await store.lease(T0 + 100.0, TTL_S, 4)
+    assert batch.leases == () and batch.next_ready_at == T0 + 105.0
+    assert len((await store.lease(T0 + 105.0, TTL_S, 4)).leases) == 2
+    await store.aclose()
+
+
+async def test_a_new_file_has_no_guard(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "frontier.db", resume_guard_s=5.0)
+    await store.add([url("a.test", "1")], T0, NO_BUDGET)
+    assert len((await store.lease(T0, TTL_S, 1)).leases) == 1
+    await store.aclose()
+
+
+@pytest.mark.parametrize("checkpoint_every", [1, 4, 1_000])
+async def test_everything_else_survives(tmp_path: Path, checkpoint_every: int) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path, seen_checkpoint_urls=checkpoint_every)
+    entries = [url(f"h{i % 4}.test", f"p{i}", level=i % 3) for i in range(40)]
+    await store.add(entries, T0, NO_BUDGET)
+    lease = (await store.lease(T0, TTL_S, 1)).leases[0]
+    retired = replace(lease.host, retired="dead", requests_made=2)
+    await store.complete(lease, retired, (), T0, NO_BUDGET, [CatalogueEntry(lease.url, 200)])
+    await store.record([CatalogueEntry("http://skip.test/", skip_reason="robots")])
+    await store.put_blob("robots", "h1.test", b"User-agent: *\n")
+    before = await store.counts(T0)
+    await store.aclose()
+
+    store = open_store(path, seen_checkpoint_urls=checkpoint_every)
+    assert await store.counts(T0) == before
+    assert await store.add(entries, T0, NO_BUDGET) == [
+        AddStatus.HOST_RETIRED if e.host_key == lease.host_key else AddStatus.SEEN for e in entries
+    ]
+    assert [e.url async for e in store.catalogue()] == [lease.url, "http://skip.test/"]
+    assert await store.get_blob("robots", "h1.test") == b"User-agent: *\n"
+    served: list[str] = []
+    while batch := (await store.lease(T0, TTL_S, 4)).leases:
+        for le in batch:
+            served.append(le.url)
+            await store.complete(le, le.host, (), T0, NO_BUDGET)
+    live = [e for e in entries if e.host_key != lease.host_key]
+    assert sorted(served) == sorted(e.url for e in live)
+    for host in {e.host_key for e in live}:
+        for level in range(3):
+            expected = [e.url for e in live if e.host_key == host and e.level == level]
+            assert [u for u in served if u in expected] == expected
+    await store.aclose()
+
+
+async def test_flush_then_reopen_without_close(tmp_path: Path) -> None:
+    """What a kill -9 leaves after a flush: committed, readable by a new store."""
+    path = tmp_path / "frontier.db"
+    store = open_store(path, commit_interval_s=3600.0)
+    await store.add([url("a.test", "1"), url("a.test", "2")], T0, NO_BUDGET)
+    await store.flush()
+    await store.add([url("a.test", "3")], T0, NO_BUDGET)  # never committed
+    store._cancel_timer()
+    store._db.close()  # drop the connection as a crash would, without committing
+
+    store = open_store(path)
+    counts = await store.counts(T0)
+    assert counts.queued == 2 and counts.seen == 2
+    assert await store.add([url("a.test", "3")], T0, NO_BUDGET) == [AddStatus.QUEUED]
+    await store.aclose()
+
+
+async def test_commit_timer_commits_within_the_interval(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path, commit_interval_s=0.01)
+    await store.add([url("a.test", "1")], T0, NO_BUDGET)
+    assert store._in_tx
+    await asyncio.sleep(0.05)
+    assert not store._in_tx
+    store._db.close()
+    store = open_store(path)
+    assert (await store.counts(T0)).queued == 1
+    await store.aclose()
+
+
+async def test_host_rows_are_evicted_and_reloaded(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "frontier.db", host_cache_size=10)
+    budget = BudgetConfig(max_queued_per_host=2)
+    first = [url(f"h{i}.test", f"p{j}") for i in range(50) for j in range(2)]
+    assert set(await store.add(first, T0, budget)) == {AddStatus.QUEUED}
+    await store.flush()
+    assert len(store._hosts) <= 10
+    over = [url(f"h{i}.test", "p9") for i in range(50)]
+    statuses = await store.add(over, T0, budget)
+    # the hosts holding a back queue had their head URL moved, not dequeued: still 2 queued
+    assert statuses == [AddStatus.OVER_HOST_BUDGET] * 50
+    await store.aclose()
+
+
+async def test_reopen_with_other_levels_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path)
+    await store.add([url("a.test", "1")], T0, NO_BUDGET)
+    await store.aclose()
+    with pytest.raises(StateError, match="levels"):
+        SqliteStore(path, QueueConfig(levels=5))
+
+
+async def test_second_open_of_the_same_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path)
+    with pytest.raises(StateError, match="in use"):
+        open_store(path)
+    await store.aclose()
+
+
+async def test_closed_store_refuses_calls(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "frontier.db")
+    await store.aclose()
+    await store.aclose()
+    with pytest.raises(StateError, match="closed"):
+        await store.counts(T0)
