@@ -714,15 +714,3 @@ def _looks_like_sitemap(result: FetchResult) -> bool:
     if "xml" not in content_type:
         return False
     return b"<urlset" in result.body[:2048] or b"<sitemapindex" in result.body[:2048]
-
-
-def hosts_snapshot_line(snapshot: CrawlSnapshot) -> str:
-    """One plain progress line (for logs and non-terminal output)."""
-    c = snapshot.counts
-    errors = ",".join(f"{k}={v}" for k, v in sorted(snapshot.errors.items())) or "0"
-    return (
-        f"t={snapshot.elapsed_s:6.1f}s pages={snapshot.pages} ({snapshot.pages_per_s:.1f}/s) "
-        f"robots={snapshot.robots_fetches} queued={c.queued} in_flight={snapshot.in_flight} "
-        f"hosts ready={c.hosts_ready} snoozed={c.hosts_snoozed} parked={c.hosts_parked} "
-        f"retired={c.hosts_retired} errors={errors}"
-    )
