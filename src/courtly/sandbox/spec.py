@@ -108,7 +108,14 @@ class SandboxSpec:
     @classmethod
     def small(cls, *, seed: int = 1) -> SandboxSpec:
         """For tests: 10 hosts (one dead), ~150 fetchable pages, a few seconds to crawl."""
-        return cls(seed=seed, n_sites=2, hosts_per_site=5, pages_per_host=14, crawl_delay_s=0.25)
+        return cls(
+            seed=seed,
+            n_sites=2,
+            hosts_per_site=5,
+            pages_per_host=14,
+            crawl_delay_s=0.1,
+            flaky_every=10,
+        )
 
     @classmethod
     def demo(cls, *, seed: int = 1) -> SandboxSpec:

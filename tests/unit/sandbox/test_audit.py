@@ -120,10 +120,10 @@ def test_short_gap_is_caught_and_tolerance_forgives_jitter(truth: SandboxTruth) 
 
 def test_crawl_delay_is_required(truth: SandboxTruth) -> None:
     host = _host(truth, "crawl_delay")
-    log = list(_polite_crawl(truth, host, 0.0, 0.1))  # 0.09 s gaps < Crawl-delay 0.25
+    log = list(_polite_crawl(truth, host, 0.0, 0.1))  # 0.09 s gaps < Crawl-delay 0.1
     report = _check(truth, log)
     assert report.gap_violations == len(log) - 1
-    slow = list(_polite_crawl(truth, host, 0.0, 0.27))
+    slow = list(_polite_crawl(truth, host, 0.0, 0.12))
     assert _check(truth, slow).clean
 
 

@@ -70,8 +70,8 @@ def test_disallowed_and_crawl_delay(truth: SandboxTruth) -> None:
     assert truth.robots_unavailable(_host(truth, "hang"))
     assert not truth.robots_unavailable(_host(truth, "missing"))
     assert not truth.disallowed("http://elsewhere.invalid/x", "courtly")
-    assert truth.crawl_delay_s(_host(truth, "crawl_delay"), "courtly") == 0.25
-    assert truth.crawl_delay_s(_host(truth, "crawl_delay"), "somebot") == 0.5
+    assert truth.crawl_delay_s(_host(truth, "crawl_delay"), "courtly") == 0.1
+    assert truth.crawl_delay_s(_host(truth, "crawl_delay"), "somebot") == 0.2
     assert truth.crawl_delay_s(rules, "courtly") == 0.0
     moved = _host(truth, "redirect")
     assert truth.is_robots_path(moved, "/robots-moved.txt")

@@ -136,7 +136,7 @@ def test_robots_variants_resolve_to_their_behaviour(world: SandboxWorld) -> None
     assert b"User-agent: courtly" in rules.body and b"User-agent: *" in rules.body
     assert b"Sitemap: http://" in rules.body
     delay = resolve(_host(world, "crawl_delay"), "/robots.txt")
-    assert isinstance(delay, Document) and b"Crawl-delay: 0.25" in delay.body
+    assert isinstance(delay, Document) and b"Crawl-delay: 0.1" in delay.body
     missing = resolve(_host(world, "missing"), "/robots.txt")
     assert isinstance(missing, Document) and missing.status == 404
     failing = resolve(_host(world, "server_error"), "/robots.txt")
