@@ -248,8 +248,8 @@ class ExactSeenSet:
         return len(self._fingerprints)
 
     def to_bytes(self) -> bytes:
-        """Serialise: header, count, then the fingerprints as little-endian uint64."""
-        values = array("Q", self._fingerprints)
+        """Serialise: header, count, then the sorted fingerprints as little-endian uint64."""
+        values = array("Q", sorted(self._fingerprints))  # sorted: same set, same bytes
         if sys.byteorder == "big":
             values.byteswap()
         return _pack(_KIND_EXACT, _EXACT_HEAD.pack(len(values)) + values.tobytes())
