@@ -154,7 +154,12 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
     from courtly.store.sqlite import SqliteStore  # the SQLite backend is optional at import
 
     config.state_dir.mkdir(parents=True, exist_ok=True)
-    return SqliteStore(config.state_dir / "frontier.sqlite3", queues)
+    # After a crash, hosts in flight (or completed in the last commit window) have no
+    # stored next-allowed time for their last request: hold every host for one
+    # minimum delay from the moment of resuming, which is after that request ended.
+    return SqliteStore(
+        config.state_dir / "frontier.sqlite3", queues, resume_guard_s=config.min_delay_s
+    )
 
 
 def build_crawler(
