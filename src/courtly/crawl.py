@@ -113,6 +113,7 @@ class CrawlStats:
     skipped: Counter[str] = field(default_factory=Counter)
     statuses: Counter[int] = field(default_factory=Counter)
     fenced: int = 0
+    retries: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -541,6 +542,13 @@ class Crawler:
         )
         if outcome.kind is not OutcomeKind.SUCCESS:
             self.stats.errors[f"http_{result.status}"] += 1
+        if outcome.kind is OutcomeKind.THROTTLED:
+            # 429/503: the server asked us to come back later. The URL returns to the
+            # head of its queue and the host waits out the back-off (Retry-After);
+            # a host that keeps refusing is parked, then retired (bounding retries).
+            self.stats.retries += 1
+            await self.frontier.release(lease, outcome)
+            return
         links, discovered, skipped, redirect_to, title, noindex = self._links_of(lease, result)
         content_type = result.header("Content-Type")
         page_entry = CatalogueEntry(
