@@ -11,7 +11,11 @@
 5. an empty path becomes ``/``; ``.`` and ``..`` segments are removed;
 6. %-escapes of unreserved characters are decoded (``%7E`` -> ``~``), the remaining escapes
    upper-cased (``%c3%a9`` -> ``%C3%A9``), and characters that must be escaped are escaped;
-7. the fragment and a bare trailing ``?`` are dropped.
+7. the fragment and a bare trailing ``?`` are dropped;
+8. session ids are dropped: ``;jsessionid=...`` path parameters, and query parameters named
+   ``jsessionid``, ``phpsessid``, ``aspsessionid*``, ``sid``, ``sessionid``, ``session_id``,
+   ``cfid`` or ``cftoken`` whose value is a token of 8 or more characters (a classic crawler
+   trap: every visit mints new URLs for the same pages).
 
 The query is *not* sorted: the order of parameters is meaningful to some servers (and to the
 pages they return), and sorting costs time on every URL; a crawl that wants it can sort in its
@@ -210,6 +214,33 @@ def _canonicalize_whatwg(text: str) -> str:
     return canonical
 
 
+_SESSION_PARAMS: Final = frozenset(
+    {"jsessionid", "phpsessid", "sid", "sessionid", "session_id", "cfid", "cftoken"}
+)
+_SESSION_VALUE_RE: Final = re.compile(r"[A-Za-z0-9_.-]{8,}")
+_PATH_SESSION_RE: Final = re.compile(r";jsessionid=[^/?;]*", re.IGNORECASE)
+
+
+def _strip_session_ids(query: str) -> str:
+    """Drop session-id parameters (rule 8): a known name with a token-like value.
+
+    A name alone is not enough (``sid=3`` may be a story id): the value must be
+    at least 8 characters of letters, digits, ``_``, ``.`` or ``-``.
+    """
+    lowered = query.lower()
+    if not any(name in lowered for name in _SESSION_PARAMS) and "aspsessionid" not in lowered:
+        return query
+    kept = []
+    for part in query.split("&"):
+        name, _, value = part.partition("=")
+        name = name.lower()
+        is_session = name in _SESSION_PARAMS or name.startswith("aspsessionid")
+        if is_session and _SESSION_VALUE_RE.fullmatch(value):
+            continue
+        kept.append(part)
+    return "&".join(kept)
+
+
 def _serialize(url: URL) -> str | None:
     """Serialise a parsed URL canonically.
 
@@ -250,7 +281,11 @@ def _serialize(url: URL) -> str | None:
     elif user:
         authority = f"{user}@{authority}"
     path = url.raw_path or "/"
+    if ";" in path:
+        path = _PATH_SESSION_RE.sub("", path)
     query = url.raw_query_string
+    if query and "=" in query:
+        query = _strip_session_ids(query)
     if query:
         return f"{scheme}://{authority}{path}?{query}"
     return f"{scheme}://{authority}{path}"

@@ -149,3 +149,19 @@ def test_canonicalize_is_idempotent(url: str) -> None:
     host = host_of(canonical)
     assert host == host.lower()
     assert not host.endswith(".")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("http://a.test/s/1.html?sid=0a1b2c3d", "http://a.test/s/1.html"),
+        ("http://a.test/p?x=1&PHPSESSID=abcdef0123456789&y=2", "http://a.test/p?x=1&y=2"),
+        ("http://a.test/p;jsessionid=ABCDEF0123?q=1", "http://a.test/p?q=1"),
+        ("http://a.test/p?ASPSESSIONIDQQ=ABCDEFGHIJKLMNOPQRSTUVWX", "http://a.test/p"),
+        ("http://a.test/story?sid=42", "http://a.test/story?sid=42"),
+        ("http://a.test/p?side=0a1b2c3d4e", "http://a.test/p?side=0a1b2c3d4e"),
+    ],
+)
+def test_session_ids_are_dropped(raw: str, expected: str) -> None:
+    assert canonicalize(raw) == expected
+    assert canonicalize(expected) == expected
