@@ -93,6 +93,11 @@ main.add_command(sandbox)
     type=click.Choice(["host", "domain", "any"]),
     help="Stay on the seeds' hosts, registered domains [domain], or go anywhere.",
 )
+@click.option(
+    "--host-key",
+    type=click.Choice(["host", "domain"]),
+    help="Politeness unit: each host [host] or each registered domain.",
+)
 @click.option("--include", multiple=True, help="Regex a URL must match (repeatable).")
 @click.option("--exclude", multiple=True, help="Regex that excludes a URL (repeatable).")
 @click.option("--max-depth", type=int, help="Follow links at most N hops from a seed.")

@@ -74,6 +74,9 @@ class CrawlConfig:
     allow_private_networks: bool = False
     """Allow loopback/private/link-local targets (the sandbox web needs it)."""
     scope: ScopeMode = "domain"
+    host_key: Literal["host", "domain"] = "host"
+    """Politeness unit: each host (default), or each registered domain (all its hosts share
+    one request in flight and one gap)."""
     include: tuple[str, ...] = ()
     """Regexes; when given, a URL must match one of them."""
     exclude: tuple[str, ...] = ()
@@ -106,6 +109,8 @@ class CrawlConfig:
             raise ConfigError("delay_factor must be >= 0")
         if self.scope not in ("host", "domain", "any"):
             raise ConfigError(f"scope must be host, domain or any, not {self.scope!r}")
+        if self.host_key not in ("host", "domain"):
+            raise ConfigError(f"host_key must be host or domain, not {self.host_key!r}")
         if self.store not in ("sqlite", "memory"):
             raise ConfigError(f"store must be sqlite or memory, not {self.store!r}")
         for pattern in (*self.include, *self.exclude):

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import json
 import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Literal, Protocol
 
 import xxhash
 
@@ -66,7 +67,16 @@ from courtly.robots import (
 )
 from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
-from courtly.url import Scope, TrapConfig, UrlJoiner, canonicalize, trap_reason
+from courtly.url import (
+    DomainResolver,
+    Scope,
+    TrapConfig,
+    UrlJoiner,
+    canonicalize,
+    host_key,
+    host_of,
+    trap_reason,
+)
 
 __all__ = [
     "CrawlSnapshot",
@@ -218,7 +228,9 @@ class Crawler:
         self._clock: Clock = clock or SystemClock()
         fconfig = frontier_config(config)
         self._store = store if store is not None else open_store(config, fconfig.queues)
-        self.frontier = Frontier(self._store, fconfig, clock=self._clock)
+        self.frontier = Frontier(
+            self._store, fconfig, clock=self._clock, host_key=_host_key_function(config.host_key)
+        )
         self._fetcher_given = fetcher
         self._fetcher: Fetcher | None = fetcher
         self._on_page = on_page
@@ -691,6 +703,14 @@ class Crawler:
             return None
         position = self._warc.write_exchange(result)
         return (position.filename, position.offset, position.length)
+
+
+def _host_key_function(mode: Literal["host", "domain"]) -> Callable[[str], str]:
+    """The politeness unit of a canonical URL: its host, or its registered domain."""
+    if mode == "host":
+        return host_of
+    resolver = DomainResolver()
+    return functools.partial(host_key, mode="domain", resolver=resolver)
 
 
 class _PacedFetcher:
