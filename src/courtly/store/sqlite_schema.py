@@ -151,8 +151,13 @@ def open_database(
     except sqlite3.Error as exc:
         raise StateError(f"{path}: cannot open the state file ({exc})") from exc
     try:
+        conn.execute("PRAGMA locking_mode = EXCLUSIVE")
+        found = _inspect(conn, path, version)  # reads only: a refused file is left as it was
         _configure(conn, synchronous, cache_bytes)
-        _check_and_upgrade(conn, path, version, migrations)
+        if found == 0:
+            _create(conn, version, migrations)
+        else:
+            _upgrade(conn, path, found, version, migrations)
     except sqlite3.OperationalError as exc:
         conn.close()
         if "locked" in str(exc) or "busy" in str(exc):
@@ -181,7 +186,6 @@ def _check_header(path: Path) -> None:
 
 
 def _configure(conn: sqlite3.Connection, synchronous: str, cache_bytes: int) -> None:
-    conn.execute("PRAGMA locking_mode = EXCLUSIVE")
     mode = conn.execute("PRAGMA journal_mode = WAL").fetchone()[0]
     if str(mode).lower() != "wal":
         raise sqlite3.OperationalError(f"cannot switch to WAL (journal mode {mode})")
@@ -194,17 +198,15 @@ def _configure(conn: sqlite3.Connection, synchronous: str, cache_bytes: int) -> 
     conn.execute("COMMIT")
 
 
-def _check_and_upgrade(
-    conn: sqlite3.Connection, path: Path, version: int, migrations: Mapping[int, Migration]
-) -> None:
+def _inspect(conn: sqlite3.Connection, path: Path, version: int) -> int:
+    """The schema version of the file (0: a new, empty file); StateError if unusable."""
     app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
     found = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if app_id == 0 and found == 0:
         tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
         if tables:
             raise StateError(f"{path}: an SQLite database that is not a courtly state file")
-        _create(conn, version, migrations)
-        return
+        return 0
     if app_id != APPLICATION_ID:
         raise StateError(
             f"{path}: an SQLite database of another application (application_id {app_id:#x})"
@@ -216,6 +218,17 @@ def _check_and_upgrade(
         )
     if found < 1:
         raise StateError(f"{path}: invalid state version {found}")
+    return found
+
+
+def _upgrade(
+    conn: sqlite3.Connection,
+    path: Path,
+    found: int,
+    version: int,
+    migrations: Mapping[int, Migration],
+) -> None:
+    """Run the migrations from ``found`` to ``version``, one transaction per step."""
     for step in range(found, version):
         migrate = migrations.get(step)
         if migrate is None:

@@ -37,8 +37,10 @@ def test_a_foreign_sqlite_database_is_refused(tmp_path: Path) -> None:
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE notes (body TEXT)")
     conn.close()
+    before = path.read_bytes()
     with pytest.raises(StateError, match="not a courtly state file"):
         SqliteStore(path, QueueConfig())
+    assert path.read_bytes() == before, "a refused file is left untouched"
 
 
 def test_another_applications_database_is_refused(tmp_path: Path) -> None:
@@ -67,9 +69,10 @@ async def test_a_newer_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "frontier.db"
     await _make_v1(path)
     _stamp(path, SCHEMA_VERSION + 1)
+    before = path.read_bytes()
     with pytest.raises(StateError, match="newer courtly"):
         SqliteStore(path, QueueConfig())
-    assert path.stat().st_size > 0, "a refused file is left untouched"
+    assert path.read_bytes() == before, "a refused file is left untouched"
 
 
 async def test_an_older_version_migrates_step_by_step(tmp_path: Path) -> None:
