@@ -196,8 +196,6 @@ async def _crawl(config: CrawlConfig) -> CrawlSnapshot:
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, on_signal)
-    for change in crawler.config_changes:
-        click.echo(f"note: configuration changed: {change}", err=True)
     return await crawler.run()
 
 

@@ -341,7 +341,7 @@ class Crawler:
                 if key in old and old[key] != value:
                     self.config_changes.append(f"{key}: {old[key]!r} -> {value!r}")
             for change in self.config_changes:
-                log.warning("configuration changed since the last run: %s", change)
+                log.warning("resuming with a changed configuration: %s", change)
         seeds = list(dict.fromkeys([*stored_seeds, *self.config.seeds]))
         if not seeds:
             raise StateError(
@@ -702,6 +702,9 @@ class Crawler:
         if self._warc is None:
             return None
         position = self._warc.write_exchange(result)
+        # Hand the record to the OS before the catalogue can commit a pointer to it:
+        # a killed process then never leaves a catalogue row past the end of a WARC.
+        self._warc.flush()
         return (position.filename, position.offset, position.length)
 
 
