@@ -116,6 +116,7 @@ class CrawlStats:
 
     started_at: float = 0.0
     pages: int = 0
+    """Pages fetched and completed (a 429/503 that is retried is counted in ``retries``)."""
     robots_fetches: int = 0
     bytes_received: int = 0
     redirects: int = 0
@@ -357,6 +358,7 @@ class Crawler:
             max_depth=self.config.max_depth,
         )
         statuses = await self.frontier.add_many(Candidate(s, is_seed=True) for s in seeds)
+        await self._store.flush()
         for seed, status in zip(seeds, statuses, strict=True):
             if status is AddStatus.INVALID:
                 self.stats.skipped["invalid_seed"] += 1
@@ -376,6 +378,7 @@ class Crawler:
             if self._progress is not None:
                 self._progress.update(snapshot)
             await self._save_stats(snapshot)
+            await self._store.flush()
 
     async def _save_stats(self, snapshot: CrawlSnapshot) -> None:
         self._final = snapshot if snapshot.finished else self._final
@@ -540,7 +543,6 @@ class Crawler:
             )
             await self._complete(lease, outcome, (), (entry,))
             return
-        self.stats.pages += 1
         self.stats.statuses[result.status] += 1
         self.stats.bytes_received += len(result.raw_body or result.body)
         position = self._archive(result)
@@ -561,6 +563,7 @@ class Crawler:
             self.stats.retries += 1
             await self.frontier.release(lease, outcome)
             return
+        self.stats.pages += 1
         links, discovered, skipped, redirect_to, title, noindex = self._links_of(lease, result)
         content_type = result.header("Content-Type")
         page_entry = CatalogueEntry(

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from courtly.archive.catalogue import CatalogueEntry
-from courtly.frontier.budget import BudgetConfig
-from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
+if TYPE_CHECKING:  # records only: importing them at run time would be circular
+    from courtly.archive.catalogue import CatalogueEntry
+    from courtly.frontier.budget import BudgetConfig
+    from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
 __all__ = ["FrontierStore", "LeaseBatch"]
 
@@ -109,6 +110,10 @@ class FrontierStore(Protocol):
 
     async def counts(self, now_at: float) -> FrontierCounts:
         """A snapshot of queue sizes and host states."""
+        ...
+
+    async def flush(self) -> None:
+        """Make every completed step durable now (a persistent store commits)."""
         ...
 
     async def aclose(self) -> None:
