@@ -65,6 +65,7 @@ from courtly.robots import (
     product_token,
     robots_url_for,
 )
+from courtly.robots.persist import outcome_from_bytes, outcome_to_bytes
 from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
 from courtly.url import (
@@ -239,6 +240,7 @@ class Crawler:
         self._ua = config.user_agent
         self._token = product_token(config.user_agent)
         self._robots = RobotsCache(ttl_s=config.robots_ttl_s)
+        self._robots_restored: set[tuple[str, str, int]] = set()
         self._traps = TrapConfig()
         self._scope: Scope | None = None
         self._sitemaps: set[str] = set()
@@ -463,6 +465,8 @@ class Crawler:
     async def _process(self, lease: Lease) -> None:
         authority = authority_of(lease.url)
         decision = self._robots.lookup(authority, self._clock.now())
+        if decision is None and authority not in self._robots_restored:
+            decision = await self._restore_robots(authority)
         if decision is None:
             await self._fetch_robots(lease, authority)
             return
@@ -490,6 +494,9 @@ class Crawler:
             self._archive(result)
         now = self._clock.now()
         decision = self._robots.store(authority, outcome, now)
+        saved = outcome_to_bytes(outcome, now)
+        if saved is not None:
+            await self._store.put_blob("robots", robots_url_for(lease.url), saved)
         if outcome.results:
             last = outcome.results[-1]
             started, ended = outcome.results[0].started_at, last.ended_at
@@ -508,6 +515,20 @@ class Crawler:
         await self.frontier.release(lease, result_outcome)
         if self.config.follow_sitemaps and outcome.kind == "ok":
             await self._add_sitemaps(decision, lease.url)
+
+    async def _restore_robots(self, authority: tuple[str, str, int]) -> RobotsDecision | None:
+        """The robots.txt decision a previous run stored for ``authority``, if still fresh."""
+        self._robots_restored.add(authority)
+        data = await self._store.get_blob("robots", robots_url_for(authority))
+        if data is None:
+            return None
+        try:
+            outcome, fetched_at = outcome_from_bytes(data)
+        except StateError as error:
+            log.warning("%s", error)
+            return None
+        self._robots.store(authority, outcome, fetched_at)
+        return self._robots.lookup(authority, self._clock.now())
 
     async def _add_sitemaps(self, decision: RobotsDecision, found_on: str) -> None:
         assert self._scope is not None
