@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from courtly.frontier.budget import BudgetConfig, is_host_over_request_budget, is_over_queue_budget
 from courtly.frontier.config import FrontierConfig, QueueConfig
-from courtly.frontier.front import FrontQueues, default_level_weights
+from courtly.frontier.front import FrontQueues, LevelSelector, default_level_weights
 from courtly.frontier.frontier import Candidate, Frontier
 from courtly.frontier.politeness import (
     PolitenessConfig,
@@ -37,6 +37,7 @@ __all__ = [
     "FrontierCounts",
     "HostState",
     "Lease",
+    "LevelSelector",
     "Outcome",
     "OutcomeKind",
     "PolitenessConfig",

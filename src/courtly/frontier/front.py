@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Generic, TypeVar
 
-__all__ = ["FrontQueues", "default_level_weights"]
+__all__ = ["FrontQueues", "LevelSelector", "default_level_weights"]
 
 T = TypeVar("T")
 
@@ -25,8 +25,62 @@ def default_level_weights(levels: int, ratio: float = 2.0) -> tuple[float, ...]:
     return tuple(ratio ** (levels - 1 - i) for i in range(levels))
 
 
+class LevelSelector:
+    """The biased, ageing draw of a level, over the sizes of the levels.
+
+    Kept apart from the queues so that a store whose front queues live on disk
+    draws exactly as the in-memory one does, from counts alone.
+    """
+
+    __slots__ = ("_max_skips", "_rng", "_skips", "_weights")
+
+    def __init__(
+        self, weights: Iterable[float], rng: random.Random, *, max_skips: int = 32
+    ) -> None:
+        self._weights = tuple(float(w) for w in weights)
+        if not self._weights or any(w <= 0 for w in self._weights):
+            raise ValueError("front-queue weights must be positive")
+        self._rng = rng
+        self._max_skips = max_skips
+        self._skips = [0] * len(self._weights)
+
+    @property
+    def levels(self) -> int:
+        return len(self._weights)
+
+    def take(self, sizes: Sequence[int]) -> int | None:
+        """Choose the level to serve next among the non-empty ones, and count the service.
+
+        ``sizes[i]`` is how many items level ``i`` holds; ``None`` if all are empty.
+        """
+        skips = self._skips
+        weights = self._weights
+        total = 0.0
+        chosen = -1
+        for i, n in enumerate(sizes):
+            if n:
+                total += weights[i]
+                if chosen < 0 and skips[i] >= self._max_skips:
+                    chosen = i
+        if total == 0.0:
+            return None
+        if chosen < 0:
+            draw = self._rng.random() * total
+            for i, n in enumerate(sizes):
+                if n:
+                    chosen = i
+                    draw -= weights[i]
+                    if draw < 0:
+                        break
+        for i, n in enumerate(sizes):
+            if n:
+                skips[i] += 1
+        skips[chosen] = 0
+        return chosen
+
+
 class FrontQueues(Generic[T]):
-    """F FIFO queues, one per level, with the biased selector of the module doc."""
+    """F FIFO queues, one per level, served by a :class:`LevelSelector`."""
 
     def __init__(
         self,
@@ -35,13 +89,8 @@ class FrontQueues(Generic[T]):
         *,
         max_skips: int = 32,
     ) -> None:
-        self._weights = tuple(float(w) for w in weights)
-        if not self._weights or any(w <= 0 for w in self._weights):
-            raise ValueError("front-queue weights must be positive")
-        self._queues: list[deque[T]] = [deque() for _ in self._weights]
-        self._skips = [0] * len(self._weights)
-        self._rng = rng
-        self._max_skips = max_skips
+        self._selector = LevelSelector(weights, rng, max_skips=max_skips)
+        self._queues: list[deque[T]] = [deque() for _ in range(self._selector.levels)]
         self._size = 0
 
     @property
@@ -63,45 +112,11 @@ class FrontQueues(Generic[T]):
         self._queues[level].append(item)
         self._size += 1
 
-    def push_front(self, level: int, item: T) -> None:
-        """Put ``item`` back at the head of its level (used when undoing a pop)."""
-        self._queues[min(max(level, 0), len(self._queues) - 1)].appendleft(item)
-        self._size += 1
-
-    def choose_level(self) -> int | None:
-        """The level the next pop will come from, or ``None`` if all are empty."""
-        if self._size == 0:
-            return None
-        queues = self._queues
-        skips = self._skips
-        total = 0.0
-        starving = -1
-        for i, q in enumerate(queues):
-            if q:
-                total += self._weights[i]
-                if starving < 0 and skips[i] >= self._max_skips:
-                    starving = i
-        if starving >= 0:
-            return starving
-        draw = self._rng.random() * total
-        chosen = -1
-        for i, q in enumerate(queues):
-            if q:
-                chosen = i
-                draw -= self._weights[i]
-                if draw < 0:
-                    break
-        return chosen
-
     def pop(self) -> tuple[int, T] | None:
         """Remove and return ``(level, item)`` from the level the selector picks."""
-        level = self.choose_level()
-        if level is None:
+        if self._size == 0:
             return None
-        skips = self._skips
-        for i, q in enumerate(self._queues):
-            if q:
-                skips[i] += 1
-        skips[level] = 0
+        level = self._selector.take([len(q) for q in self._queues])
+        assert level is not None
         self._size -= 1
         return level, self._queues[level].popleft()

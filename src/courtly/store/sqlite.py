@@ -62,6 +62,7 @@ from courtly.archive.catalogue import CatalogueEntry
 from courtly.errors import StateError
 from courtly.frontier.budget import BudgetConfig, is_over_queue_budget
 from courtly.frontier.config import QueueConfig
+from courtly.frontier.front import LevelSelector
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 from courtly.frontier.seen import BloomSeenSet
 from courtly.store.base import LeaseBatch
@@ -99,21 +100,18 @@ _HOST_SELECT: Final = (
 
 
 class _LevelSelector:
-    """The front-queue selector of :class:`~courtly.frontier.front.FrontQueues`, over counts.
+    """Front-queue level counts and the shared :class:`LevelSelector` draw over them.
 
     The rows live on disk; only how many each level holds is needed to draw.
     """
 
-    __slots__ = ("_counts", "_max_skips", "_rng", "_skips", "_weights", "size")
+    __slots__ = ("_counts", "_selector", "size")
 
     def __init__(
         self, weights: tuple[float, ...], rng: random.Random, max_skips: int, counts: list[int]
     ) -> None:
-        self._weights = weights
-        self._rng = rng
-        self._max_skips = max_skips
+        self._selector = LevelSelector(weights, rng, max_skips=max_skips)
         self._counts = counts
-        self._skips = [0] * len(weights)
         self.size = sum(counts)
 
     @property
@@ -129,31 +127,10 @@ class _LevelSelector:
 
     def pop(self) -> int | None:
         """Draw the level of the next pop (weighted, with ageing) and count it out."""
-        if self.size == 0:
+        chosen = self._selector.take(self._counts)
+        if chosen is None:
             return None
-        counts = self._counts
-        skips = self._skips
-        total = 0.0
-        chosen = -1
-        for i, n in enumerate(counts):
-            if n:
-                total += self._weights[i]
-                if chosen < 0 and skips[i] >= self._max_skips:
-                    chosen = i
-        if chosen < 0:
-            draw = self._rng.random() * total
-            for i, n in enumerate(counts):
-                if n:
-                    chosen = i
-                    draw -= self._weights[i]
-                    if draw < 0:
-                        break
-        for i, n in enumerate(counts):
-            if i == chosen:
-                skips[i] = 0
-            elif n:
-                skips[i] += 1
-        counts[chosen] -= 1
+        self._counts[chosen] -= 1
         self.size -= 1
         return chosen
 
