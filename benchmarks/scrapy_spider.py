@@ -84,7 +84,9 @@ class BroadSpider(Spider):  # type: ignore[misc]
         self.seeds = seeds
         hosts = {url.split("/")[2].split(":")[0].lower() for url in seeds}
         self.allowed_domains = sorted({".".join(h.split(".")[-2:]) for h in hosts})
-        self.links = LinkExtractor(allow_domains=self.allowed_domains)
+        # Not LinkExtractor(allow_domains=...): it compares the netloc, port included, and
+        # the sandbox listens on a port; the offsite filter compares host names.
+        self.links = LinkExtractor()
 
     async def start(self) -> Any:
         for url in self.seeds:
