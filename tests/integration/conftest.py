@@ -1,0 +1,124 @@
+"""Shared fixtures of the integration tests: a sandbox web served from its own thread.
+
+The sandbox runs on its own event loop in a background thread, so a test can
+crawl it with ``run_async(...)``, through click's ``CliRunner`` or with a
+``python -m courtly`` subprocess, and read its request log once it is stopped.
+Everything listens on 127.0.0.0/8 only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from courtly.config import CrawlConfig
+from courtly.sandbox import RequestRecord, SandboxServer, SandboxSpec, load_log
+
+UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
+"""The User-Agent of every test crawl (product token ``courtly``, the sandbox's robots token)."""
+MIN_DELAY_S = 0.05
+PER_IP = 2
+CONCURRENCY = 8
+_START_TIMEOUT_S = 30.0
+
+
+class LiveWeb:
+    """A :class:`SandboxServer` running on its own event loop in a daemon thread.
+
+    :meth:`stop` is idempotent; :meth:`records` stops the server first, so the
+    request log it returns is complete.
+    """
+
+    def __init__(self, spec: SandboxSpec, workdir: Path) -> None:
+        self.spec = spec
+        self.server = SandboxServer(spec, workdir=workdir)
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop_event: asyncio.Event | None = None
+        self._thread = threading.Thread(target=self._run, name="sandbox-web", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(_START_TIMEOUT_S):
+            raise RuntimeError("the sandbox web did not start")
+        if self._error is not None:
+            raise RuntimeError("the sandbox web failed to start") from self._error
+
+    def _run(self) -> None:
+        with asyncio.Runner() as runner:
+            runner.run(self._serve())
+
+    async def _serve(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._stop_event = asyncio.Event()
+        try:
+            await self.server.start()
+        except BaseException as error:
+            self._error = error
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            await self._stop_event.wait()
+        finally:
+            await self.server.stop()
+
+    @property
+    def stopped(self) -> bool:
+        return not self._thread.is_alive()
+
+    def stop(self) -> None:
+        """Stop serving, flush the request log, join the thread."""
+        if self._thread.is_alive() and self._loop is not None and self._stop_event is not None:
+            self._loop.call_soon_threadsafe(self._stop_event.set)
+        self._thread.join(_START_TIMEOUT_S)
+
+    def records(self) -> list[RequestRecord]:
+        """Every request served (the server is stopped first)."""
+        self.stop()
+        return load_log(self.server.log_path)
+
+
+@pytest.fixture
+def serve_web(tmp_path: Path) -> Iterator[Callable[[SandboxSpec], LiveWeb]]:
+    """A factory: ``serve_web(spec)`` starts a sandbox (stopped at teardown)."""
+    started: list[LiveWeb] = []
+
+    def start(spec: SandboxSpec) -> LiveWeb:
+        web = LiveWeb(spec, tmp_path / f"web{len(started)}")
+        started.append(web)
+        return web
+
+    yield start
+    for web in started:
+        web.stop()
+
+
+@pytest.fixture
+def small_web(serve_web: Callable[[SandboxSpec], LiveWeb]) -> LiveWeb:
+    """The small sandbox (``SandboxSpec.small()`` with a 3 s robots.txt hang), serving."""
+    return serve_web(replace(SandboxSpec.small(), hang_s=3.0))
+
+
+def crawl_config(web: LiveWeb, state_dir: Path, **overrides: Any) -> CrawlConfig:
+    """The crawl config of these tests for ``web``; ``overrides`` replace any field."""
+    values: dict[str, Any] = {
+        "state_dir": state_dir,
+        "user_agent": UA,
+        "seeds": web.server.seeds,
+        "hosts_file": web.server.hosts_file,
+        "allow_private_networks": True,
+        "min_delay_s": MIN_DELAY_S,
+        "per_ip": PER_IP,
+        "concurrency": CONCURRENCY,
+        "connect_timeout_s": 1.0,
+        "total_timeout_s": 2.0,
+        "progress_interval_s": 0.5,
+    }
+    values.update(overrides)
+    return CrawlConfig(**values)

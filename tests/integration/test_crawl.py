@@ -1,0 +1,442 @@
+"""The whole crawler, end to end, against the loopback sandbox web.
+
+* a polite crawl of the small sandbox, judged by the server's request log
+  (:func:`courtly.sandbox.audit`): every politeness rule kept, coverage floor;
+* its WARC files read back with warcio and agree with the catalogue;
+* the ``courtly`` command line: honest User-Agent required, ``--max-time``,
+  ``status``, ``export``, a TOML ``--config`` equivalent to the flags;
+* the Python API: ``Crawler(config, on_page=...)`` and ``await crawler.run()``;
+* the hostile sandbox: gzip bomb, huge page, redirect loops, hanging and 5xx
+  robots.txt, 429/503 storms, dead hosts, traps; the crawl survives and stays polite.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import resource
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+from warcio.archiveiterator import ArchiveIterator
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.cli import main as cli_main
+from courtly.cli import run_async
+from courtly.config import CrawlConfig
+from courtly.crawl import Crawler, CrawlSnapshot, Page, open_store
+from courtly.fetch.config import DEFAULT_MAX_DECODED_BYTES
+from courtly.frontier.config import QueueConfig
+from courtly.sandbox import AuditReport, RequestRecord, SandboxSpec, audit
+from courtly.sandbox.urls import host_url
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import (
+        CONCURRENCY,
+        MIN_DELAY_S,
+        PER_IP,
+        UA,
+        LiveWeb,
+        crawl_config,
+    )
+else:  # tests/integration is no package: pytest imports its conftest as "conftest"
+    from conftest import CONCURRENCY, MIN_DELAY_S, PER_IP, UA, LiveWeb, crawl_config
+
+pytestmark = pytest.mark.integration
+
+SMALL_MAX_TIME_S = 20.0
+"""Long enough for every reachable page of the small web (the slow host needs ~14 s)."""
+COVERAGE_FLOOR = 0.95
+"""Measured: 157 of 159 expected pages (98.7 %) in 20 s; see the report of the lead."""
+HOSTILE_MAX_TIME_S = 12.0
+STOP_GRACE_S = 5.0
+"""The crawl's own grace for requests in flight after ``max_time`` (``crawl._STOP_GRACE_S``)."""
+_THROTTLE = frozenset({429, 503})
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRun:
+    """A finished crawl of a sandbox: what the crawler said and what the server saw."""
+
+    web: LiveWeb
+    config: CrawlConfig
+    snapshot: CrawlSnapshot
+    pages: tuple[Page, ...]
+    """Every page handed to ``on_page``, its body dropped (see ``body_bytes``)."""
+    body_bytes: dict[str, int]
+    records: tuple[RequestRecord, ...]
+    elapsed_s: float
+
+
+def run_crawl(web: LiveWeb, config: CrawlConfig) -> CrawlRun:
+    """Crawl ``web`` in this thread (uvloop), then stop the web and read its log."""
+    pages: list[Page] = []
+    body_bytes: dict[str, int] = {}
+
+    async def on_page(page: Page) -> None:
+        pages.append(dataclasses.replace(page, body=b""))
+        body_bytes[page.url] = len(page.body)
+
+    began = time.monotonic()
+    snapshot = run_async(Crawler(config, on_page=on_page).run())
+    elapsed_s = time.monotonic() - began
+    records = tuple(web.records())
+    return CrawlRun(web, config, snapshot, tuple(pages), body_bytes, records, elapsed_s)
+
+
+def audit_of(run: CrawlRun) -> AuditReport:
+    return audit(
+        run.records,
+        spec_or_truth=run.web.server.truth,
+        min_delay_s=run.config.min_delay_s,
+        per_ip_cap=run.config.per_ip,
+        user_agent_token="courtly",
+        seeds=run.config.seeds,
+        follow_sitemaps=run.config.follow_sitemaps,
+    )
+
+
+def catalogue_of(config: CrawlConfig) -> list[CatalogueEntry]:
+    async def read() -> list[CatalogueEntry]:
+        store = open_store(config, QueueConfig())
+        try:
+            return [entry async for entry in store.catalogue()]
+        finally:
+            await store.aclose()
+
+    return run_async(read())
+
+
+def throttled(snapshot: CrawlSnapshot) -> int:
+    """Answers 429/503 (retried later: no catalogue entry, no ``on_page``, not in ``pages``)."""
+    return sum(snapshot.statuses.get(status, 0) for status in _THROTTLE)
+
+
+def log_url(rec: RequestRecord) -> str:
+    return host_url(rec.host, rec.port, rec.path or "/")
+
+
+def assert_polite(report: AuditReport) -> None:
+    """Every check of the audit, one by one, so that a failure names the rule broken."""
+    summary = report.summary()
+    assert report.host_overlaps == 0, summary
+    assert report.max_in_flight_per_host == 1, summary
+    assert report.ip_over_cap == 0, summary
+    assert report.max_in_flight_per_ip <= PER_IP, summary
+    assert report.gap_violations == 0, summary
+    assert report.retry_after_violations == 0, summary
+    assert report.disallowed_fetches == 0, summary
+    assert report.robots_unavailable_fetches == 0, summary
+    assert report.duplicate_fetches == 0, summary
+    assert report.unknown_host_requests == 0, summary
+    assert report.violations == 0, summary
+
+
+def refetched(records: tuple[RequestRecord, ...], robots: Callable[[RequestRecord], bool]) -> int:
+    """Requests for a URL that had already been answered with something other than 0/429/503."""
+    answered: set[tuple[str, str]] = set()
+    again = 0
+    for rec in records:
+        if robots(rec):
+            continue
+        key = (rec.host, rec.path)
+        again += key in answered
+        if rec.status not in _THROTTLE and rec.status != 0:
+            answered.add(key)
+    return again
+
+
+# -- 1 and 2: the small web, crawled once for both -----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def small_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CrawlRun]:
+    base = tmp_path_factory.mktemp("small")
+    web = LiveWeb(dataclasses.replace(SandboxSpec.small(), hang_s=3.0), base / "web")
+    try:
+        config = crawl_config(web, base / "state", max_time_s=SMALL_MAX_TIME_S)
+        yield run_crawl(web, config)
+    finally:
+        web.stop()
+
+
+def test_small_web_crawl_is_polite_and_covers_the_reachable_pages(small_crawl: CrawlRun) -> None:
+    run = small_crawl
+    report = audit_of(run)
+    assert_polite(report)
+    truth = run.web.server.truth
+    assert run.elapsed_s <= SMALL_MAX_TIME_S + STOP_GRACE_S + 3.0
+    assert run.snapshot.finished
+    assert run.snapshot.stop_reason in ("done", "max_time")
+    # The audit saw the hard cases, so its zeros mean something.
+    assert report.hosts == sum(1 for h in run.web.server.world.hosts if not h.dead)
+    statuses = Counter(r.status for r in run.records)
+    assert statuses[0] >= 1, statuses  # the hanging robots.txt, abandoned by the crawler
+    assert statuses & Counter({429: 1, 503: 1}), statuses
+    assert sum(statuses[s] for s in (301, 302, 307)) > 0, statuses
+    unavailable = {h.name for h in run.web.server.world.hosts if truth.robots_unavailable(h.name)}
+    seen_there = [r for r in run.records if r.host in unavailable]
+    assert seen_there and all(truth.is_robots_path(r.host, r.path) for r in seen_there)
+    # No URL asked for twice once it had an answer (stricter than the audit: 5xx count too).
+    assert refetched(run.records, lambda r: truth.is_robots_path(r.host, r.path)) == 0
+    # Coverage of the pages a polite crawler can reach (sitemaps included).
+    assert report.expected_pages > 100, report.summary()
+    assert report.coverage >= COVERAGE_FLOOR, report.summary()
+    # Answers 429/503 are retried later: in ``statuses`` and the WARC, not in ``pages``.
+    assert run.snapshot.pages == len(run.pages) > 0
+    assert sum(run.snapshot.statuses.values()) == run.snapshot.pages + throttled(run.snapshot)
+    assert run.snapshot.robots_fetches >= report.hosts
+
+
+def _warc_responses(warc_dir: Path) -> dict[tuple[str, int], tuple[str, bool]]:
+    """(file name, offset) -> (WARC-Target-URI, truncated) of every response record.
+
+    Every record's block and payload digests are verified while reading.
+    """
+    found: dict[tuple[str, int], tuple[str, bool]] = {}
+    files = sorted(warc_dir.glob("*.warc.gz"))
+    assert files
+    for path in files:
+        with path.open("rb") as handle:
+            records = ArchiveIterator(handle, check_digests="raise")
+            types: list[str] = []
+            for record in records:
+                types.append(record.rec_type)
+                record.content_stream().read()
+                assert record.digest_checker.passed is not False, (path, record.rec_headers)
+                if record.rec_type == "response":
+                    uri = record.rec_headers.get_header("WARC-Target-URI")
+                    truncated = record.rec_headers.get_header("WARC-Truncated") is not None
+                    found[(path.name, records.get_record_offset())] = (uri, truncated)
+            assert types[0] == "warcinfo"
+            assert types.count("response") == types.count("request")
+    return found
+
+
+def test_warc_reads_back_and_matches_the_catalogue(small_crawl: CrawlRun) -> None:
+    run = small_crawl
+    truth = run.web.server.truth
+    responses = _warc_responses(run.config.state_dir / "warc")
+    assert set(run.snapshot.warc_files) == {
+        str(run.config.state_dir / "warc" / name) for name, _ in responses
+    }
+    catalogue = catalogue_of(run.config)
+    fetched = [e for e in catalogue if e.status is not None]
+    assert len(fetched) == run.snapshot.pages == len(run.pages)
+    for entry in fetched:
+        assert entry.warc_file is not None and entry.warc_offset is not None, entry
+        uri, _ = responses[(entry.warc_file, entry.warc_offset)]
+        assert uri == entry.url
+    # Exactly: one response record per response the server sent (status 0 = none sent),
+    # that is per fetched catalogue entry, plus one per 429/503 answer (retried, so not
+    # catalogued), plus one per robots.txt exchange (redirect hops included).
+    sent = Counter(log_url(r) for r in run.records if r.status != 0)
+    archived = Counter(uri for uri, _ in responses.values())
+    assert archived == sent
+    robots_exchanges = sum(
+        1 for r in run.records if r.status != 0 and truth.is_robots_path(r.host, r.path)
+    )
+    assert len(responses) == len(fetched) + throttled(run.snapshot) + robots_exchanges
+    # Bodies cut by the size caps (the huge page, the gzip bomb) are marked so, no others.
+    cut = {uri.rsplit("/", 1)[1] for uri, truncated in responses.values() if truncated}
+    assert cut == {"big.html", "bomb.html"}
+
+
+# -- 3: the command line ---------------------------------------------------------------------
+
+
+def _invoke(args: list[str]) -> Any:
+    return CliRunner().invoke(cli_main, args, catch_exceptions=False)
+
+
+def _flags(web: LiveWeb, state: Path) -> list[str]:
+    return [
+        "crawl",
+        "--seeds-file",
+        str(web.server.seeds_file),
+        "--state",
+        str(state),
+        "--hosts-file",
+        str(web.server.hosts_file),
+        "--allow-private-networks",
+        "--min-delay",
+        str(MIN_DELAY_S),
+        "--per-ip",
+        str(PER_IP),
+        "--concurrency",
+        str(CONCURRENCY),
+        "--progress-interval",
+        "0.5",
+    ]
+
+
+def test_cli_refuses_a_user_agent_without_contact(tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    args = ["crawl", "http://www.site0.test/", "--state", str(state), "--user-agent"]
+    result = _invoke([*args, "courtly/1.0"])
+    assert result.exit_code == 2
+    assert "contact" in result.output and "courtly/1.0" in result.output
+    assert not (state / "frontier.sqlite3").exists()
+    result = _invoke([*args[:-1]])
+    assert result.exit_code == 2 and "--user-agent is required" in result.output
+
+
+def test_cli_max_time_status_export_and_toml_config(
+    tmp_path: Path, small_web: LiveWeb, capsys: pytest.CaptureFixture[str]
+) -> None:
+    web = small_web
+    max_time_s = 2.5
+    by_flags = tmp_path / "flags"
+    began = time.monotonic()
+    result = _invoke([*_flags(web, by_flags), "--user-agent", UA, "--max-time", str(max_time_s)])
+    elapsed_s = time.monotonic() - began
+    assert result.exit_code == 0, result.output
+    print(f"max-time {max_time_s} s: the crawl took {elapsed_s:.2f} s")
+    assert max_time_s <= elapsed_s <= max_time_s + STOP_GRACE_S + 2.0
+
+    result = _invoke(["status", "--state", str(by_flags), "--json"])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.output)
+    assert status["last_run"]["stop_reason"] == "max_time"
+    assert status["last_run"]["pages"] > 0
+    assert status["frontier"]["queued"] > 0  # stopped by time, not by running out of work
+    result = _invoke(["status", "--state", str(by_flags)])
+    assert result.exit_code == 0 and "stop=max_time" in result.output
+
+    # The same settings from a TOML file (a [crawl] table, flag spellings), on the same web:
+    # stored as the same crawl identity, and it crawls the same way.
+    toml = tmp_path / "crawl.toml"
+    toml.write_text(
+        "[crawl]\n"
+        f'seeds-file = "{web.server.seeds_file}"\n'
+        f'user-agent = "{UA}"\n'
+        f'hosts-file = "{web.server.hosts_file}"\n'
+        "allow-private-networks = true\n"
+        f"min-delay = {MIN_DELAY_S}\n"
+        f"per-ip = {PER_IP}\n"
+        f"concurrency = {CONCURRENCY}\n"
+        f"max-time = {max_time_s}\n"
+        "progress_interval_s = 0.5\n"
+    )
+    by_file = tmp_path / "file"
+    result = _invoke(["crawl", "--config", str(toml), "--state", str(by_file)])
+    assert result.exit_code == 0, result.output
+    result = _invoke(["status", "--state", str(by_file), "--json"])
+    from_file = json.loads(result.output)
+    assert from_file["config"] == status["config"]
+    assert from_file["last_run"]["stop_reason"] == "max_time"
+    assert from_file["last_run"]["pages"] > 0
+
+    out = tmp_path / "catalogue.jsonl"
+    result = _invoke(["export", "--state", str(by_flags), "--format", "jsonl", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert f"{len(lines)} catalogue entries" in result.output
+    fetched = [line for line in lines if line["status"] is not None]
+    assert len(fetched) == status["last_run"]["pages"]
+    assert {line["url"] for line in fetched} <= {log_url(r) for r in web.records()}
+    result = _invoke(["export", "--state", str(tmp_path / "nothing-here")])
+    assert result.exit_code != 0
+    capsys.readouterr()
+
+
+# -- 4: the Python API -----------------------------------------------------------------------
+
+
+async def test_python_api_on_page_and_snapshot(small_web: LiveWeb, tmp_path: Path) -> None:
+    config = crawl_config(small_web, tmp_path / "state", max_pages=25, max_time_s=15.0)
+    pages: list[Page] = []
+    sync_seen: list[str] = []
+
+    def on_page_sync(page: Page) -> None:
+        sync_seen.append(page.url)
+
+    async def on_page(page: Page) -> None:
+        await asyncio.sleep(0)
+        pages.append(page)
+
+    snapshot = await Crawler(config, on_page=on_page).run()
+    assert isinstance(snapshot, CrawlSnapshot)
+    assert snapshot.finished and snapshot.stop_reason == "max_pages"
+    assert snapshot.pages == 25 == len(pages)
+    assert snapshot.in_flight == 0
+    assert sum(snapshot.statuses.values()) == snapshot.pages + throttled(snapshot)
+    handed = Counter(snapshot.statuses) - Counter({s: 99 for s in _THROTTLE})
+    assert Counter(p.status for p in pages) == handed
+    assert len({p.url for p in pages}) == len(pages)
+    assert all(p.url.startswith("http://") and p.fetched_at > 0 for p in pages)
+    html = [p for p in pages if p.status == 200 and b"<html" in p.body[:200].lower()]
+    assert html and any(p.links for p in html)
+    # A second crawler on the same state resumes it; a synchronous on_page works too.
+    again = dataclasses.replace(config, max_pages=5)
+    more = await Crawler(again, on_page=on_page_sync).run()
+    assert more.pages == 5 == len(sync_seen)
+    assert not set(sync_seen) & {p.url for p in pages}
+    served = {log_url(r) for r in await asyncio.to_thread(small_web.records)}
+    assert {p.url for p in pages} | set(sync_seen) <= served
+
+
+# -- 5: the hostile web ------------------------------------------------------------------------
+
+
+def test_hostile_web_is_survived_politely(tmp_path: Path) -> None:
+    spec = SandboxSpec.hostile()
+    web = LiveWeb(spec, tmp_path / "web")
+    world = web.server.world
+    try:
+        # The slow, flaky hosts serve a page every few seconds: name the traps as seeds too,
+        # so that the crawl meets each of them within its time.
+        traps = [
+            world.url(h.name, path)
+            for h in world.hosts
+            if h.hostile
+            for path in ("/bomb.html", "/big.html", "/r/loop/a")
+        ]
+        seeds = (*web.server.seeds, *traps)
+        config = crawl_config(web, tmp_path / "state", seeds=seeds, max_time_s=HOSTILE_MAX_TIME_S)
+        rss_before_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        run = run_crawl(web, config)
+        rss_growth_mib = (
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - rss_before_kib
+        ) / 1024
+    finally:
+        web.stop()
+    truth = web.server.truth
+    assert run.snapshot.finished and run.snapshot.stop_reason == "max_time"
+    assert run.elapsed_s <= HOSTILE_MAX_TIME_S + STOP_GRACE_S + 3.0
+    report = audit_of(run)
+    assert_polite(report)
+    paths = Counter(r.path for r in run.records)
+    statuses = Counter(r.status for r in run.records)
+    # Every adversarial feature was met.
+    assert paths["/bomb.html"] >= 1 and paths["/big.html"] >= 1, paths
+    assert any(p.startswith("/r/loop/") for p in paths), paths
+    variants = {h.name: h.robots_variant for h in world.hosts}
+    hung = [r for r in run.records if variants.get(r.host) == "hang" and r.path == "/robots.txt"]
+    failed = [
+        r for r in run.records if variants.get(r.host) == "server_error" and r.path == "/robots.txt"
+    ]
+    assert hung and all(r.status == 0 for r in hung)
+    assert failed and all(r.status >= 500 for r in failed)
+    assert statuses[429] + statuses[503] >= 2, statuses
+    assert any(h.dead for h in world.hosts)
+    assert run.snapshot.errors, run.snapshot
+    # Bounded: the bomb stops at the decoded cap, the big page at the wire cap, and the
+    # memory stays under what the hostile hosts' fetches in flight may hold by those caps.
+    hostile = [h for h in world.hosts if h.hostile]
+    bombs = [p for p in run.pages if p.url.endswith("/bomb.html")]
+    bigs = [p for p in run.pages if p.url.endswith("/big.html")]
+    assert bombs and bigs
+    assert all(0 < run.body_bytes[p.url] <= DEFAULT_MAX_DECODED_BYTES for p in bombs)
+    assert all(p.truncated and run.body_bytes[p.url] <= config.max_body_bytes for p in bigs)
+    per_fetch_mib = (config.max_body_bytes + DEFAULT_MAX_DECODED_BYTES) / 2**20
+    assert rss_growth_mib < len(hostile) * per_fetch_mib + 64, rss_growth_mib
+    assert refetched(run.records, lambda r: truth.is_robots_path(r.host, r.path)) == 0
+    assert report.expected_fetched > 0
