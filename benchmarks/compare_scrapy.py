@@ -8,8 +8,8 @@ the same time budget with the same User-Agent, and then:
   by the crawler's active window (first request start to last request end);
 * ``cpu_s_per_1000_pages``: the crawler process's user+system CPU (``wait4``
   rusage, startup included) per 1000 such pages;
-* ``peak_rss_bytes``: the crawler's peak resident set (``ru_maxrss``, or the
-  sampled sum over its process tree when that is larger);
+* ``peak_rss_bytes``: the crawler's peak resident set, sampled every 0.1 s
+  (``VmHWM`` of the crawler process plus the RSS of any children it has);
 * ``coverage``: share of the pages a correct polite crawler can reach
   (:meth:`courtly.sandbox.SandboxTruth.expected_pages`) that were fetched with 200;
 * ``violations``: every politeness violation the sandbox's request log shows
@@ -198,25 +198,32 @@ class ProcessCost:
 
 
 def run_measured(cmd: list[str], log_file: Path, env: dict[str, str] | None = None) -> ProcessCost:
-    """Run ``cmd``; CPU from ``wait4`` (children it waited for included), RSS sampled too."""
+    """Run ``cmd``; CPU from ``wait4`` (children it waited for included), peak RSS sampled."""
     import psutil
 
     started = time.monotonic()
     with log_file.open("wb") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
-        peak_tree = 0
+        peak = 0
         done = threading.Event()
 
         def sample() -> None:
-            nonlocal peak_tree
+            # ru_maxrss of a forked child starts at the parent's peak; VmHWM is per mm,
+            # reset by exec, so it is the crawler's own high-water mark.
+            nonlocal peak
+            status_file = Path(f"/proc/{proc.pid}/status")
             try:
                 root = psutil.Process(proc.pid)
-                while not done.wait(0.25):
-                    total = root.memory_info().rss
+                while not done.wait(0.1):
+                    hwm = 0
+                    for line in status_file.read_text().splitlines():
+                        if line.startswith("VmHWM:"):
+                            hwm = int(line.split()[1]) * 1024
+                    total = max(hwm, root.memory_info().rss)
                     for child in root.children(recursive=True):
                         total += child.memory_info().rss
-                    peak_tree = max(peak_tree, total)
-            except psutil.Error:
+                    peak = max(peak, total)
+            except (psutil.Error, OSError, ValueError):
                 return
 
         sampler = threading.Thread(target=sample, daemon=True)
@@ -228,7 +235,7 @@ def run_measured(cmd: list[str], log_file: Path, env: dict[str, str] | None = No
     return ProcessCost(
         wall_s=time.monotonic() - started,
         cpu_s=usage.ru_utime + usage.ru_stime,
-        peak_rss_bytes=max(usage.ru_maxrss * 1024, peak_tree),
+        peak_rss_bytes=peak,
         returncode=proc.returncode,
     )
 
@@ -331,11 +338,11 @@ def bound(scenario: Scenario, truth: SandboxTruth, window_s: float) -> dict[str,
         gap_s = max(
             scenario.min_delay_s, truth.crawl_delay_s(profile.name, TOKEN), DELAY_FACTOR * fetch_s
         )
-        cycle_s = fetch_s + gap_s
-        if profile.flaky:
-            cycle_s += max(0.0, spec.retry_after_s - gap_s) / spec.flaky_every
-        requests = min(pages_on[profile.name] + 1.0, math.floor(window_s / cycle_s) + 1.0)
-        per_ip[profile.ip].append((requests, fetch_s))
+        retry_s = float(spec.retry_after_s) if profile.flaky else 0.0
+        every = spec.flaky_every if profile.flaky else 0
+        limit = pages_on[profile.name] + 1
+        requests = _host_requests(window_s, fetch_s, gap_s, retry_s, every, limit)
+        per_ip[profile.ip].append((float(requests), fetch_s))
     total = robots = 0.0
     for hosts in per_ip.values():
         busy_s = sum(n * fetch_s for n, fetch_s in hosts)
@@ -347,6 +354,24 @@ def bound(scenario: Scenario, truth: SandboxTruth, window_s: float) -> dict[str,
         "bound_requests_per_s": total / window_s,
         "bound_pages_per_s": (total - robots) / window_s,
     }
+
+
+def _host_requests(
+    window_s: float, fetch_s: float, gap_s: float, retry_s: float, every: int, limit: int
+) -> int:
+    """Request starts one host allows in ``window_s``: robots.txt at 0, then one per gap.
+
+    Every ``every``-th request after robots.txt (0 = never) answers 429/503 and the
+    gap after it is ``max(gap_s, retry_s)``. At most ``limit`` requests.
+    """
+    at, count, gap = 0.0, 1, gap_s
+    while count < limit:
+        at += fetch_s + gap
+        if at > window_s:
+            break
+        count += 1
+        gap = max(gap_s, retry_s) if every and (count - 1) % every == 0 else gap_s
+    return count
 
 
 # -- one run ----------------------------------------------------------------------------------

@@ -104,12 +104,14 @@ def comparison_table(result: dict[str, Any]) -> list[str]:
                 else ""
             )
             cov = f"{row['coverage']:.1%}" if row.get("coverage") is not None else "–"
+            # Efficiency against the bound means something where politeness is the limit.
+            eff = f"{row['efficiency']:.1%}" if name == "politeness" else "–"
             lines.append(
                 f"| {name} | {crawler} | {_fmt(row.get('pages_per_s'))} "
                 f"| {_fmt(row.get('cpu_s_per_1000_pages'))} "
                 f"| {row['peak_rss_bytes'] / 1e6:.0f} | {cov} "
                 f"| {row['violations']}{detail} | {_fmt(row.get('bound_pages_per_s'))} "
-                f"| {row['efficiency']:.1%} |"
+                f"| {eff} |"
             )
     speedup = result.get("scenarios", {}).get("broad", {}).get("speedup_vs_scrapy")
     if speedup is not None:
