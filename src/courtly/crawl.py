@@ -513,6 +513,8 @@ class Crawler:
             self.stats.errors["robots_unreachable"] += 1
             result_outcome = Outcome(OutcomeKind.NETWORK_ERROR, now, now)
         await self.frontier.release(lease, result_outcome)
+        if result_outcome.kind is OutcomeKind.THROTTLED:
+            await self._store.flush()  # keep the back-off across a crash (see _fetch_page)
         if self.config.follow_sitemaps and outcome.kind == "ok":
             await self._add_sitemaps(decision, lease.url)
 
@@ -583,6 +585,9 @@ class Crawler:
             # a host that keeps refusing is parked, then retired (bounding retries).
             self.stats.retries += 1
             await self.frontier.release(lease, outcome)
+            # Commit the back-off now: a crash in the commit window would otherwise
+            # forget it, and the resumed crawl would ask again inside Retry-After.
+            await self._store.flush()
             return
         self.stats.pages += 1
         links, discovered, skipped, redirect_to, title, noindex = self._links_of(lease, result)
