@@ -56,7 +56,7 @@ def plot(results: dict[str, Any], out: Path) -> Path | None:
             ax.bar_label(bars, labels=[_short(y) for y in ys], fontsize=8, padding=2)
         if key == "pages_per_s":
             for i, name in enumerate(names):
-                limit = scenarios[name].get("bound_pages_per_s")
+                limit = scenarios[name].get("bound_pages_per_s") if name != "hostile" else None
                 if limit:
                     ax.hlines(limit, i - 0.45, i + 0.45, colors="black", linestyles="dashed")
             ax.plot([], [], "k--", label="politeness bound")
