@@ -78,6 +78,11 @@ main.add_command(sandbox)
 @click.option("--concurrency", type=int, help="Requests in flight, each to its own host [32].")
 @click.option("--per-ip", type=int, help="Requests in flight per resolved IP [2].")
 @click.option(
+    "--back-queues",
+    type=int,
+    help="Hosts with a back queue at once [max(3 x concurrency, concurrency x delay / 50 ms)].",
+)
+@click.option(
     "--hosts-file",
     type=click.Path(path_type=Path, dir_okay=False),
     help="/etc/hosts-format overrides for DNS.",

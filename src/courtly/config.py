@@ -7,6 +7,7 @@ given on the command line override the file.
 
 from __future__ import annotations
 
+import math
 import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -69,6 +70,10 @@ class CrawlConfig:
     """Fetchers: requests in flight at most (each to a different host)."""
     per_ip: int = 2
     """Requests in flight to one resolved IP address."""
+    back_queues: int | None = None
+    """Hosts holding a back queue at once. Default: enough to keep every fetcher busy
+    while each host waits out its delay, ``max(3 × concurrency, concurrency × min_delay_s /
+    0.05 s)`` (a fetch is assumed to take about 50 ms)."""
     hosts_file: Path | None = None
     """An /etc/hosts-format file that overrides DNS for the names it lists."""
     allow_private_networks: bool = False
@@ -103,6 +108,8 @@ class CrawlConfig:
             raise ConfigError("concurrency must be >= 1")
         if self.per_ip < 1:
             raise ConfigError("per_ip must be >= 1")
+        if self.back_queues is not None and self.back_queues < 1:
+            raise ConfigError("back_queues must be >= 1")
         if self.min_delay_s < 0 or self.max_delay_s < self.min_delay_s:
             raise ConfigError("need 0 <= min_delay_s <= max_delay_s")
         if self.delay_factor < 0:
@@ -118,6 +125,13 @@ class CrawlConfig:
                 re.compile(pattern)
             except re.error as error:
                 raise ConfigError(f"bad regex {pattern!r}: {error}") from None
+
+    def effective_back_queues(self) -> int:
+        """``back_queues``, or the default described on the field."""
+        if self.back_queues is not None:
+            return self.back_queues
+        busy = math.ceil(self.concurrency * self.min_delay_s / 0.05)
+        return max(3 * self.concurrency, min(busy, 100_000))
 
     def identity(self) -> dict[str, object]:
         """The settings that shape a crawl's results, for reporting a changed configuration."""

@@ -193,7 +193,7 @@ def build_crawler(
 def frontier_config(config: CrawlConfig) -> FrontierConfig:
     """The frontier settings implied by a crawl config."""
     return FrontierConfig(
-        queues=QueueConfig.for_fetchers(config.concurrency),
+        queues=QueueConfig(max_back_queues=config.effective_back_queues()),
         politeness=PolitenessConfig(
             min_delay_s=config.min_delay_s,
             delay_factor=config.delay_factor,
