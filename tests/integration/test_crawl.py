@@ -53,8 +53,9 @@ pytestmark = pytest.mark.integration
 
 SMALL_MAX_TIME_S = 20.0
 """Long enough for every reachable page of the small web (the slow host needs ~14 s)."""
-COVERAGE_FLOOR = 0.95
-"""Measured: 157 of 159 expected pages (98.7 %) in 20 s; see the report of the lead."""
+COVERAGE_FLOOR = 0.97
+"""Measured: 159 of 159 expected pages (100 %) within the 20 s (157 before 429/503 answers
+were retried); the floor leaves room for a few pages on a slow machine."""
 HOSTILE_MAX_TIME_S = 12.0
 STOP_GRACE_S = 5.0
 """The crawl's own grace for requests in flight after ``max_time`` (``crawl._STOP_GRACE_S``)."""
@@ -170,6 +171,7 @@ def small_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CrawlRun]:
 def test_small_web_crawl_is_polite_and_covers_the_reachable_pages(small_crawl: CrawlRun) -> None:
     run = small_crawl
     report = audit_of(run)
+    print(f"small web, {run.elapsed_s:.1f} s:\n{report.summary()}")
     assert_polite(report)
     truth = run.web.server.truth
     assert run.elapsed_s <= SMALL_MAX_TIME_S + STOP_GRACE_S + 3.0
@@ -412,6 +414,7 @@ def test_hostile_web_is_survived_politely(tmp_path: Path) -> None:
     assert run.snapshot.finished and run.snapshot.stop_reason == "max_time"
     assert run.elapsed_s <= HOSTILE_MAX_TIME_S + STOP_GRACE_S + 3.0
     report = audit_of(run)
+    print(f"hostile web, {run.elapsed_s:.1f} s:\n{report.summary()}")
     assert_polite(report)
     paths = Counter(r.path for r in run.records)
     statuses = Counter(r.status for r in run.records)
