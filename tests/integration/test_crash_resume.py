@@ -10,11 +10,15 @@ of an identical fresh sandbox is the reference. Then, from the server's logs:
 * a URL is fetched again after a final answer only because of a kill: its
   earlier answer ended at most :data:`REPEAT_WINDOW_S` before a kill (the request
   in flight, or a completion in the store's last commit window, which a crash
-  undoes; see docs/state.md), and there are at most kills x concurrency of them;
+  undoes; see docs/state.md), and no kill repeats more than it could undo (requests
+  in flight or answered within that window). NB: this is weaker than the design's
+  "only the requests in flight repeat": a kill at full speed repeats far more than
+  ``CONCURRENCY`` fetches (the summary line prints the numbers);
 * the politeness audit over the whole log, restarts included, finds nothing but
   those repeats;
-* every WARC file reads back with warcio (torn tails were cut on resume) and every
-  fetched catalogue entry points at a response record for its URL.
+* every WARC file reads back with warcio to its last byte (torn tails, including one
+  made on purpose halfway, were cut on resume) and every fetched catalogue entry
+  points at a response record for its URL.
 
 The web leaves out what never ends (unreachable robots.txt, dead hosts, traps) and
 the gzip bomb and huge page (slow to repeat); the other tests cover those.
