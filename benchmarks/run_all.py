@@ -5,7 +5,8 @@ process with ``--json`` (plus the arguments listed there, chosen to keep a full
 run under about ten minutes on a 2-core machine); its last stdout line is one
 JSON object. Everything goes to ``benchmarks/out/results.json``; the markdown
 table to ``benchmarks/out/results.md`` and into ``docs/benchmarks.md`` between
-the ``results:begin``/``results:end`` markers; the plot to
+the ``results:begin``/``results:end`` markers (and key figures into the README's
+block); the plot to
 ``benchmarks/results.png``.
 
     python benchmarks/run_all.py            # everything (~8-10 minutes)
@@ -29,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 OUT = HERE / "out"
 DOC = ROOT / "docs" / "benchmarks.md"
+README = ROOT / "README.md"
 BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
 #: script -> (arguments for a full run, arguments with --quick, timeout seconds)
@@ -180,16 +182,53 @@ def markdown(results: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def update_doc(table: str) -> bool:
-    """Replace the generated block of docs/benchmarks.md; False if the markers are missing."""
-    if not DOC.exists():
+#: README key figures: (benchmark, JSON key, label, target)
+KEY_FIGURES: tuple[tuple[str, str, str, str], ...] = (
+    ("frontier", "adds_per_s", "frontier adds, canonical URLs (/s)", ">= 200,000"),
+    ("frontier", "adds_canonical_per_s", "frontier adds with canonicalisation (/s)", ">= 80,000"),
+    ("frontier", "lease_complete_per_s", "frontier lease + complete (/s)", ">= 100,000"),
+    ("frontier", "rss_bytes_per_queued_url", "frontier RSS per queued URL (bytes)", "<= 150"),
+    ("robots", "allowed_per_s", "robots.txt allowed() on 300 rules (/s)", ">= 100,000"),
+    ("sqlite_store", "sqlite_adds_per_s", "SQLite store adds (/s)", "-"),
+    ("sqlite_store", "sqlite_lease_complete_per_s", "SQLite store lease + complete (/s)", "-"),
+    ("sqlite_store", "resume_s_1m", "resume a 1,000,000-URL frontier (s)", "<= 5"),
+)
+
+
+def readme_block(results: dict[str, Any]) -> str:
+    """The README's generated block: the comparison, the key figures, the plot."""
+    bench = results["benchmarks"]
+    lines = [
+        f"Run {results['finished_at']} on {results['machine']['cpus']} CPUs, "
+        f"`{results['command']}` (details: `docs/benchmarks.md`).",
+        "",
+    ]
+    compare = bench.get("compare_scrapy")
+    if compare is not None and "error" not in compare:
+        lines.extend(comparison_table(compare))
+        lines.append("")
+    lines.append("| figure | measured | target |")
+    lines.append("|---|---:|---:|")
+    for name, key, label, target in KEY_FIGURES:
+        data = bench.get(name)
+        if data is None or "error" in data or key not in data:
+            continue
+        lines.append(f"| {label} | {_fmt(data[key])} | {target} |")
+    lines.append("")
+    lines.append("![courtly vs Scrapy](benchmarks/results.png)")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def update_doc(table: str, doc: Path = DOC) -> bool:
+    """Replace the generated block of ``doc``; False if the markers are missing."""
+    if not doc.exists():
         return False
-    text = DOC.read_text(encoding="utf-8")
+    text = doc.read_text(encoding="utf-8")
     if BEGIN not in text or END not in text:
         return False
     head, _, rest = text.partition(BEGIN)
     _, _, tail = rest.partition(END)
-    DOC.write_text(f"{head}{BEGIN}\n{table}{END}{tail}", encoding="utf-8")
+    doc.write_text(f"{head}{BEGIN}\n{table}{END}{tail}", encoding="utf-8")
     return True
 
 
@@ -236,6 +275,8 @@ def render(results: dict[str, Any], write_doc: bool) -> int:
     print(f"results: {OUT / 'results.json'}, {OUT / 'results.md'}, plot: {png}", file=sys.stderr)
     if write_doc and not update_doc(table):
         print(f"note: {DOC} has no {BEGIN} block; not updated", file=sys.stderr)
+    if write_doc and not update_doc(readme_block(results), README):
+        print(f"note: {README} has no {BEGIN} block; not updated", file=sys.stderr)
     failed = [n for n, d in results["benchmarks"].items() if "error" in d]
     return 1 if failed else 0
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 from collections import deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Sequence, Sized
 from typing import Generic, TypeVar
 
 __all__ = ["FrontQueues", "LevelSelector", "default_level_weights"]
@@ -48,10 +48,11 @@ class LevelSelector:
     def levels(self) -> int:
         return len(self._weights)
 
-    def take(self, sizes: Sequence[int]) -> int | None:
+    def take(self, sizes: Sequence[Sized] | Sequence[int]) -> int | None:
         """Choose the level to serve next among the non-empty ones, and count the service.
 
-        ``sizes[i]`` is how many items level ``i`` holds; ``None`` if all are empty.
+        ``sizes[i]`` is level ``i``'s item count, or the level's queue itself (only
+        truthiness is read: non-empty or not). ``None`` if all are empty.
         """
         skips = self._skips
         weights = self._weights
@@ -116,7 +117,7 @@ class FrontQueues(Generic[T]):
         """Remove and return ``(level, item)`` from the level the selector picks."""
         if self._size == 0:
             return None
-        level = self._selector.take([len(q) for q in self._queues])
+        level = self._selector.take(self._queues)
         assert level is not None
         self._size -= 1
         return level, self._queues[level].popleft()
