@@ -70,6 +70,10 @@ class CrawlConfig:
     """Fetchers: requests in flight at most (each to a different host)."""
     per_ip: int = 2
     """Requests in flight to one resolved IP address."""
+    processes: int = 1
+    """Crawler processes, each owning the hosts whose stable hash falls in its partition
+    (``courtly.parallel``); ``concurrency`` and ``per_ip`` are shared out between them.
+    A resumed crawl must keep the same number."""
     back_queues: int | None = None
     """Hosts holding a back queue at once. Default: enough to keep every fetcher busy
     while each host waits out its delay, ``max(3 × concurrency, concurrency × min_delay_s /
@@ -108,6 +112,8 @@ class CrawlConfig:
             raise ConfigError("concurrency must be >= 1")
         if self.per_ip < 1:
             raise ConfigError("per_ip must be >= 1")
+        if self.processes < 1:
+            raise ConfigError("processes must be >= 1")
         if self.back_queues is not None and self.back_queues < 1:
             raise ConfigError("back_queues must be >= 1")
         if self.min_delay_s < 0 or self.max_delay_s < self.min_delay_s:
