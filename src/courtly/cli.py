@@ -113,6 +113,12 @@ main.add_command(sandbox)
     type=click.Choice(["sqlite", "memory"]),
     help="Frontier backend [sqlite]; memory keeps nothing after exit.",
 )
+@click.option(
+    "--durability",
+    type=click.Choice(["crash", "power"]),
+    help="crash [default]: commit every step, only in-flight requests repeat after kill -9; "
+    "power: batched fsynced commits that also survive a power cut.",
+)
 @click.option("--no-sitemaps", is_flag=True, default=False, help="Ignore robots.txt Sitemaps.")
 @click.option(
     "--progress-interval",

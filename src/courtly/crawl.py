@@ -84,6 +84,7 @@ __all__ = [
     "CrawlStats",
     "Crawler",
     "Page",
+    "Partition",
     "ProgressSink",
     "build_crawler",
     "open_store",
@@ -157,6 +158,28 @@ class ProgressSink(Protocol):
     def close(self, snapshot: CrawlSnapshot) -> None: ...
 
 
+class Partition(Protocol):
+    """This crawler's share of a host-partitioned crawl (see :mod:`courtly.parallel`).
+
+    With a partition, the crawler queues only URLs whose host key it ``owns``;
+    the others go to ``forward``, which must make them durable (they survive a
+    crash once it returns) before the completion that found them may commit.
+    ``serve`` runs beside the workers for the whole crawl (it feeds URLs forwarded
+    here to :meth:`Crawler.add_forwarded`) and is cancelled when they stop. An
+    empty frontier does not end a partitioned crawl: only :meth:`Crawler.request_stop`
+    does. ``primary`` is true for exactly one partition (it reports invalid seeds).
+    """
+
+    @property
+    def primary(self) -> bool: ...
+
+    def owns(self, host_key: str) -> bool: ...
+
+    async def forward(self, entries: Sequence[QueuedUrl], referrer: str | None) -> None: ...
+
+    async def serve(self, crawler: Crawler) -> None: ...
+
+
 OnPage = Callable[[Page], Awaitable[None] | None]
 
 
@@ -170,8 +193,13 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
     # After a crash, hosts in flight (or completed in the last commit window) have no
     # stored next-allowed time for their last request: hold every host for one
     # minimum delay from the moment of resuming, which is after that request ended.
+    crash = config.durability == "crash"
     return SqliteStore(
-        config.state_dir / "frontier.sqlite3", queues, resume_guard_s=config.min_delay_s
+        config.state_dir / "frontier.sqlite3",
+        queues,
+        resume_guard_s=config.min_delay_s,
+        commit_interval_s=0.0 if crash else 0.2,
+        synchronous="normal" if crash else "full",
     )
 
 
@@ -183,10 +211,17 @@ def build_crawler(
     store: FrontierStore | None = None,
     fetcher: Fetcher | None = None,
     progress: ProgressSink | None = None,
+    partition: Partition | None = None,
 ) -> Crawler:
     """Wire a crawler from a config; every collaborator can be injected."""
     return Crawler(
-        config, on_page=on_page, clock=clock, store=store, fetcher=fetcher, progress=progress
+        config,
+        on_page=on_page,
+        clock=clock,
+        store=store,
+        fetcher=fetcher,
+        progress=progress,
+        partition=partition,
     )
 
 
@@ -225,8 +260,10 @@ class Crawler:
         store: FrontierStore | None = None,
         fetcher: Fetcher | None = None,
         progress: ProgressSink | None = None,
+        partition: Partition | None = None,
     ) -> None:
         self.config = config
+        self._partition = partition
         self._clock: Clock = clock or SystemClock()
         fconfig = frontier_config(config)
         self._store = store if store is not None else open_store(config, fconfig.queues)
@@ -300,6 +337,11 @@ class Crawler:
                     group.create_task(self._worker()) for _ in range(self.config.concurrency)
                 ]
                 reporter = group.create_task(self._reporter())
+                serving = (
+                    group.create_task(self._partition.serve(self))
+                    if self._partition is not None
+                    else None
+                )
                 deadline = (
                     group.create_task(self._deadline(self.config.max_time_s))
                     if self.config.max_time_s is not None
@@ -307,6 +349,8 @@ class Crawler:
                 )
                 await asyncio.gather(*self._workers, return_exceptions=True)
                 reporter.cancel()
+                if serving is not None:
+                    serving.cancel()
                 if deadline is not None:
                     deadline.cancel()
             snapshot = await self.snapshot()
@@ -359,12 +403,18 @@ class Crawler:
             exclude=self.config.exclude,
             max_depth=self.config.max_depth,
         )
-        statuses = await self.frontier.add_many(Candidate(s, is_seed=True) for s in seeds)
+        candidates = [Candidate(s, is_seed=True) for s in seeds]
+        if self._partition is None:
+            statuses = await self.frontier.add_many(candidates)
+            invalid = [s for s, st in zip(seeds, statuses, strict=True) if st is AddStatus.INVALID]
+        else:  # each partition queues the seeds it owns
+            entries, bad = self.frontier.prepare(candidates)
+            await self.frontier.add_queued([e for e in entries if self._partition.owns(e.host_key)])
+            invalid = [seeds[i] for i in bad] if self._partition.primary else []
         await self._store.flush()
-        for seed, status in zip(seeds, statuses, strict=True):
-            if status is AddStatus.INVALID:
-                self.stats.skipped["invalid_seed"] += 1
-                log.warning("seed %r is not a crawlable URL", seed)
+        for seed in invalid:
+            self.stats.skipped["invalid_seed"] += 1
+            log.warning("seed %r is not a crawlable URL", seed)
 
     async def _deadline(self, max_time_s: float) -> None:
         await asyncio.sleep(max_time_s)
@@ -446,7 +496,7 @@ class Crawler:
                     self._in_flight -= 1
                     self._wake.set()
                 continue
-            if batch.next_ready_at is None and self._in_flight == 0:
+            if batch.next_ready_at is None and self._in_flight == 0 and self._partition is None:
                 counts = await self.frontier.counts()
                 if counts.queued == 0 and counts.leased == 0:
                     self._finished = True
@@ -546,8 +596,11 @@ class Crawler:
                 continue
             self._sitemaps.add(url)
             candidates.append(Candidate(url, depth=1))
-        if candidates:
+        if candidates and self._partition is None:
             await self.frontier.add_many(candidates, canonical=True)
+        elif candidates:
+            entries, _ = self.frontier.prepare(candidates, canonical=True)
+            await self.frontier.add_queued(await self._forward(entries, None))
 
     async def _fetch_page(self, lease: Lease, decision: RobotsDecision) -> None:
         assert self._fetcher is not None
@@ -591,6 +644,8 @@ class Crawler:
             return
         self.stats.pages += 1
         links, discovered, skipped, redirect_to, title, noindex = self._links_of(lease, result)
+        if self._partition is not None and discovered:
+            discovered = await self._forward(discovered, lease.url)
         content_type = result.header("Content-Type")
         page_entry = CatalogueEntry(
             lease.url,
@@ -613,7 +668,7 @@ class Crawler:
         )
         statuses = await self._complete(lease, outcome, discovered, (page_entry, *skipped))
         if statuses is not None and discovered:
-            await self._record_discoveries(lease.url, discovered, statuses)
+            await self._record_discoveries([lease.url] * len(discovered), discovered, statuses)
         if self._on_page is not None:
             page = Page(
                 lease.url,
@@ -697,14 +752,39 @@ class Crawler:
                 self.stats.skipped["invalid"] += 1
         return tuple(seen_here), queued, skipped, redirect_to, title, noindex
 
+    async def _forward(
+        self, entries: Sequence[QueuedUrl], referrer: str | None
+    ) -> list[QueuedUrl]:
+        """Forward the entries other partitions own (durably); return the ones owned here."""
+        assert self._partition is not None
+        owns = self._partition.owns
+        mine = [entry for entry in entries if owns(entry.host_key)]
+        if len(mine) < len(entries):
+            await self._partition.forward([e for e in entries if not owns(e.host_key)], referrer)
+        return mine
+
+    async def add_forwarded(
+        self, entries: Sequence[QueuedUrl], referrers: Sequence[str | None]
+    ) -> list[AddStatus]:
+        """Queue URLs another partition found (each with the page it was found on, if
+        any) and catalogue the new ones, as if found here; wakes idle workers."""
+        statuses = await self.frontier.add_queued(entries)
+        await self._record_discoveries(referrers, entries, statuses)
+        self._wake.set()
+        return statuses
+
     async def _record_discoveries(
-        self, referrer: str, discovered: Sequence[QueuedUrl], statuses: Sequence[AddStatus]
+        self,
+        referrers: Sequence[str | None],
+        discovered: Sequence[QueuedUrl],
+        statuses: Sequence[AddStatus],
     ) -> None:
-        """Catalogue every newly queued URL with its referrer and depth (first discovery wins)."""
+        """Catalogue every newly queued URL with its referrer and depth (first discovery wins;
+        URLs with no referrer, e.g. from a robots.txt Sitemap line, are not catalogued)."""
         entries = [
             CatalogueEntry(entry.url, depth=entry.depth, referrer=referrer)
-            for entry, status in zip(discovered, statuses, strict=True)
-            if status is AddStatus.QUEUED
+            for entry, status, referrer in zip(discovered, statuses, referrers, strict=True)
+            if status is AddStatus.QUEUED and referrer is not None
         ]
         for status in statuses:
             if status in (AddStatus.OVER_HOST_BUDGET, AddStatus.OVER_CRAWL_BUDGET):
