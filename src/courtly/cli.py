@@ -23,6 +23,13 @@ from courtly.config import CrawlConfig, load_toml, read_seeds_file
 from courtly.crawl import Crawler, CrawlSnapshot, open_store
 from courtly.errors import CourtlyError
 from courtly.frontier.config import QueueConfig
+from courtly.parallel import (
+    PartitionedCrawl,
+    claim_layout,
+    merge_counts,
+    merge_last_runs,
+    state_dirs,
+)
 from courtly.progress import progress_for
 from courtly.sandbox.cli import sandbox
 
@@ -77,6 +84,14 @@ main.add_command(sandbox)
 @click.option("--max-pages", type=int, help="Stop after N fetched pages.")
 @click.option("--concurrency", type=int, help="Requests in flight, each to its own host [32].")
 @click.option("--per-ip", type=int, help="Requests in flight per resolved IP [2].")
+@click.option(
+    "--processes",
+    type=int,
+    help="Crawler processes, hosts partitioned by hash; a resume must use the same number [1].",
+)
+@click.option("--timeout", "total_timeout_s", type=float, help="Whole exchange, seconds [30].")
+@click.option("--connect-timeout", "connect_timeout_s", type=float, help="Connect, seconds [10].")
+@click.option("--max-body", "max_body_bytes", type=int, help="Body cap, bytes [10 MiB].")
 @click.option(
     "--back-queues",
     type=int,
@@ -191,7 +206,13 @@ def _build_config(
 
 
 async def _crawl(config: CrawlConfig) -> CrawlSnapshot:
-    crawler = Crawler(config, progress=progress_for())
+    claim_layout(config.state_dir, config.processes)
+    crawler: Crawler | PartitionedCrawl
+    if config.processes > 1:
+        level = logging.getLogger().getEffectiveLevel()
+        crawler = PartitionedCrawl(config, progress=progress_for(), log_level=level)
+    else:
+        crawler = Crawler(config, progress=progress_for())
     loop = asyncio.get_running_loop()
     signals_seen = 0
 
@@ -217,6 +238,14 @@ def _open_existing(state_dir: Path) -> Any:
     return open_store(config, QueueConfig())
 
 
+def _existing_dirs(state_dir: Path) -> list[Path]:
+    """The store directories of a crawl (one per partition of a partitioned crawl)."""
+    try:
+        return state_dirs(state_dir)
+    except CourtlyError as error:
+        raise click.ClickException(str(error)) from None
+
+
 @main.command()
 @click.option(
     "--state",
@@ -229,18 +258,23 @@ def status(state_dir: Path, as_json: bool) -> None:
     """Show the frontier and the last run of the crawl in --state DIR."""
 
     async def read() -> dict[str, Any]:
-        store = _open_existing(state_dir)
-        try:
-            counts = await store.counts(0.0)
-            last = await store.get_blob("crawl", "last_run")
-            conf = await store.get_blob("crawl", "config")
-        finally:
-            await store.aclose()
+        all_counts, runs, confs = [], [], []
+        for directory in _existing_dirs(state_dir):
+            store = _open_existing(directory)
+            try:
+                all_counts.append(await store.counts(0.0))
+                last = await store.get_blob("crawl", "last_run")
+                conf = await store.get_blob("crawl", "config")
+            finally:
+                await store.aclose()
+            runs.append(json.loads(last) if last else None)
+            confs.append(json.loads(conf) if conf else None)
+        counts = merge_counts(all_counts)
         return {
             "state_dir": str(state_dir),
             "frontier": {k: getattr(counts, k) for k in counts.__dataclass_fields__},
-            "last_run": json.loads(last) if last else None,
-            "config": json.loads(conf) if conf else None,
+            "last_run": runs[0] if len(runs) == 1 else merge_last_runs(runs),
+            "config": confs[0],
         }
 
     try:
@@ -284,18 +318,19 @@ def export(state_dir: Path, fmt: str, output: Path | None) -> None:
     from courtly.archive.catalogue import export_jsonl
 
     async def write(out: Any) -> int:
-        store = _open_existing(state_dir)
         count = 0
-        try:
-            batch = []
-            async for entry in store.catalogue():
-                batch.append(entry)
-                if len(batch) >= 1000:
-                    count += export_jsonl(batch, out)
-                    batch.clear()
-            count += export_jsonl(batch, out)
-        finally:
-            await store.aclose()
+        for directory in _existing_dirs(state_dir):  # a partitioned crawl: one after the other
+            store = _open_existing(directory)
+            try:
+                batch = []
+                async for entry in store.catalogue():
+                    batch.append(entry)
+                    if len(batch) >= 1000:
+                        count += export_jsonl(batch, out)
+                        batch.clear()
+                count += export_jsonl(batch, out)
+            finally:
+                await store.aclose()
         return count
 
     try:
