@@ -323,6 +323,7 @@ class Crawler:
                     connect_timeout_s=self.config.connect_timeout_s,
                     total_timeout_s=self.config.total_timeout_s,
                     max_body_bytes=self.config.max_body_bytes,
+                    max_decoded_bytes=4 * self.config.max_body_bytes,
                     per_ip_concurrency=self.config.per_ip,
                     allow_private_networks=self.config.allow_private_networks,
                     hosts_file=self.config.hosts_file,
