@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import signal
+import sys
 import time
 from pathlib import Path
 
@@ -57,3 +60,86 @@ async def test_a_resumed_crawl_keeps_robots_decisions_and_politeness(tmp_path: P
         seeds=web.seeds,
     )
     assert report.violations == 0, report.summary()
+
+
+def _crawl_command(web: SandboxServer, state: Path, *extra: str, seeds: bool = True) -> list[str]:
+    """``courtly crawl`` of the sandbox; without ``seeds`` it resumes what ``state`` holds."""
+    seeds_args = ["--seeds-file", str(web.seeds_file)] if seeds else []
+    return [
+        sys.executable,
+        "-m",
+        "courtly",
+        "crawl",
+        *seeds_args,
+        "--hosts-file",
+        str(web.hosts_file),
+        "--allow-private-networks",
+        "--state",
+        str(state),
+        "--user-agent",
+        UA,
+        "--min-delay",
+        "0.05",
+        "--timeout",
+        "3",
+        "--concurrency",
+        "8",
+        *extra,
+    ]
+
+
+async def _wait(proc: asyncio.subprocess.Process, timeout_s: float) -> int:
+    return await asyncio.wait_for(proc.wait(), timeout_s)
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("signals", [1, 2])
+async def test_sigint_stops_cleanly_and_a_second_one_at_once(tmp_path: Path, signals: int) -> None:
+    async with SandboxServer(SandboxSpec.small(), workdir=tmp_path / "web") as web:
+        state = tmp_path / "state"
+        proc = await asyncio.create_subprocess_exec(
+            *_crawl_command(web, state),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        await asyncio.sleep(3.0)
+        stopped_at = time.monotonic()
+        for _ in range(signals):
+            proc.send_signal(signal.SIGINT)
+            await asyncio.sleep(0.05)
+        rc = await _wait(proc, 15.0)
+        took_s = time.monotonic() - stopped_at
+        assert proc.stderr is not None
+        err = (await proc.stderr.read()).decode()
+        assert rc == 0, err
+        # One SIGINT: requests in flight finish (bounded by the 5 s grace); two: at once.
+        assert took_s < (8.0 if signals == 1 else 3.0), (took_s, err)
+        assert "stopping" in err
+        # The state resumes: a further run (no seeds) finds the stored frontier and crawls on.
+        resumed = await asyncio.create_subprocess_exec(
+            *_crawl_command(web, state, "--max-time", "2", seeds=False),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+        assert await _wait(resumed, 30.0) == 0
+
+
+@pytest.mark.integration
+async def test_a_changed_configuration_is_reported(tmp_path: Path) -> None:
+    async with SandboxServer(SandboxSpec.small(), workdir=tmp_path / "web") as web:
+        config = CrawlConfig(
+            state_dir=tmp_path / "state",
+            user_agent=UA,
+            seeds=tuple(web.seeds),
+            hosts_file=web.hosts_file,
+            allow_private_networks=True,
+            min_delay_s=0.05,
+            max_time_s=1.0,
+        )
+        first = Crawler(config)
+        await first.run()
+        assert first.config_changes == []
+        second = Crawler(config.with_overrides(min_delay_s=0.1, scope="any"))
+        await second.run()
+    changed = {change.split(":")[0] for change in second.config_changes}
+    assert changed == {"min_delay_s", "scope"}
