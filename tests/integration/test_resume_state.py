@@ -135,6 +135,8 @@ async def test_a_changed_configuration_is_reported(tmp_path: Path) -> None:
             allow_private_networks=True,
             min_delay_s=0.05,
             max_time_s=1.0,
+            connect_timeout_s=1.0,
+            total_timeout_s=1.0,
         )
         first = Crawler(config)
         await first.run()
