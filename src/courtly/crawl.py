@@ -644,7 +644,8 @@ class Crawler:
             await self._store.flush()
             return
         self.stats.pages += 1
-        links, discovered, skipped, redirect_to, title, noindex = self._links_of(lease, result)
+        facts = self._links_of(lease, result)
+        discovered = facts.queued
         if self._partition is not None and discovered:
             discovered = await self._forward(discovered, lease.url)
         content_type = result.header("Content-Type")
@@ -661,13 +662,14 @@ class Crawler:
             warc_file=position[0] if position else None,
             warc_offset=position[1] if position else None,
             warc_length=position[2] if position else None,
-            redirect_to=redirect_to,
-            title=title,
-            noindex=noindex,
+            redirect_to=facts.redirect_to,
+            canonical=facts.canonical,
+            title=facts.title,
+            noindex=facts.noindex,
             etag=result.header("ETag"),
             last_modified=result.header("Last-Modified"),
         )
-        statuses = await self._complete(lease, outcome, discovered, (page_entry, *skipped))
+        statuses = await self._complete(lease, outcome, discovered, (page_entry, *facts.skipped))
         if statuses is not None and discovered:
             await self._record_discoveries([lease.url] * len(discovered), discovered, statuses)
         if self._on_page is not None:
@@ -677,7 +679,7 @@ class Crawler:
                 lease.depth,
                 result.headers,
                 result.body,
-                links,
+                facts.links,
                 result.ended_at,
                 result.elapsed_s,
                 result.truncated,
@@ -686,18 +688,14 @@ class Crawler:
             if inspect.isawaitable(maybe):
                 await maybe
 
-    def _links_of(
-        self, lease: Lease, result: FetchResult
-    ) -> tuple[
-        tuple[str, ...], list[QueuedUrl], list[CatalogueEntry], str | None, str | None, bool
-    ]:
-        """Links of a response: (all canonical links, to queue, skipped entries, redirect, title,
-        noindex)."""
+    def _links_of(self, lease: Lease, result: FetchResult) -> _PageFacts:
+        """What a response says: its links (to queue or skipped, with why), redirect, title."""
         depth = lease.depth + 1
         joiner = UrlJoiner(lease.url)
         urls: list[str] = []
         redirect_to: str | None = None
         title: str | None = None
+        canonical: str | None = None
         noindex = False
         if result.status in _REDIRECTS:
             location = result.header("Location")
@@ -729,6 +727,7 @@ class Crawler:
                 )
                 title = page.title
                 noindex = page.noindex
+                canonical = page.canonical
                 if page.nofollow:
                     self.stats.skipped["page_nofollow"] += 1
                 urls.extend(link.url for link in page.followable())
@@ -751,11 +750,9 @@ class Crawler:
                 queued.append(self.frontier.queued_url(Candidate(url, depth=depth), canonical=True))
             except InvalidURL:
                 self.stats.skipped["invalid"] += 1
-        return tuple(seen_here), queued, skipped, redirect_to, title, noindex
+        return _PageFacts(tuple(seen_here), queued, skipped, redirect_to, title, noindex, canonical)
 
-    async def _forward(
-        self, entries: Sequence[QueuedUrl], referrer: str | None
-    ) -> list[QueuedUrl]:
+    async def _forward(self, entries: Sequence[QueuedUrl], referrer: str | None) -> list[QueuedUrl]:
         """Forward the entries other partitions own (durably); return the ones owned here."""
         assert self._partition is not None
         owns = self._partition.owns
@@ -824,6 +821,20 @@ def _host_key_function(mode: Literal["host", "domain"]) -> Callable[[str], str]:
         return host_of
     resolver = DomainResolver()
     return functools.partial(host_key, mode="domain", resolver=resolver)
+
+
+@dataclass(frozen=True, slots=True)
+class _PageFacts:
+    """What one response tells the crawl (see ``Crawler._links_of``)."""
+
+    links: tuple[str, ...]
+    """Every distinct canonical link followed (before scope checks)."""
+    queued: list[QueuedUrl]
+    skipped: list[CatalogueEntry]
+    redirect_to: str | None
+    title: str | None
+    noindex: bool
+    canonical: str | None
 
 
 class _PacedFetcher:
