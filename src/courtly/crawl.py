@@ -523,11 +523,9 @@ class Crawler:
             return
         if decision.kind == "unreachable":
             # robots.txt unreachable: disallow all *for now*; keep the URLs, hold the host.
-            wait_s = max(0.0, decision.valid_until_at - self._clock.now())
             now = self._clock.now()
-            await self.frontier.release(
-                lease, Outcome(OutcomeKind.THROTTLED, now, now, retry_after_s=wait_s)
-            )
+            wait_s = max(0.0, decision.valid_until_at - now)
+            await self.frontier.release(lease, Outcome.deferred(now, wait_s))
             return
         if not decision.allowed(lease.url, self._ua):
             self.stats.skipped["robots"] += 1

@@ -18,7 +18,7 @@ Nothing here reads a clock: every time comes in as an argument.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 
 from courtly.frontier.records import HostState, Outcome, OutcomeKind
@@ -131,6 +131,11 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
     kind = outcome.kind
     if kind is OutcomeKind.NO_REQUEST:
         return state
+    if kind is OutcomeKind.DEFERRED:
+        until = outcome.ended_at + max(0.0, outcome.retry_after_s or 0.0)
+        if until <= state.next_allowed_at:
+            return state
+        return replace(state, next_allowed_at=until)
     elapsed = outcome.elapsed_s
     crawl_delay = (
         outcome.crawl_delay_s if outcome.crawl_delay_s is not None else state.crawl_delay_s

@@ -108,6 +108,9 @@ class OutcomeKind(enum.Enum):
     """No response: DNS, connect, timeout, reset."""
     NO_REQUEST = "no_request"
     """Nothing was sent (e.g. robots.txt disallows the URL): politeness state unchanged."""
+    DEFERRED = "deferred"
+    """Nothing was sent, and the host must wait ``retry_after_s`` (e.g. its robots.txt is
+    unreachable until a retry): only ``next_allowed_at`` moves, no counter does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +136,11 @@ class Outcome:
     @classmethod
     def no_request(cls, at: float) -> Outcome:
         return cls(OutcomeKind.NO_REQUEST, at, at)
+
+    @classmethod
+    def deferred(cls, at: float, wait_s: float) -> Outcome:
+        """Hold the host ``wait_s`` seconds from ``at`` without a request."""
+        return cls(OutcomeKind.DEFERRED, at, at, retry_after_s=wait_s)
 
     @classmethod
     def from_status(

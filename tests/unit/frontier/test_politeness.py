@@ -159,3 +159,11 @@ def test_robots_crawl_delay_is_remembered() -> None:
     assert state.crawl_delay_s == 30.0
     later = apply_outcome(state, _ok(100.0, 0.1), CFG)
     assert later.next_allowed_at == pytest.approx(100.1 + 30.0)
+
+
+def test_deferred_only_moves_the_next_allowed_time() -> None:
+    state = HostState("h", next_allowed_at=10.0, error_streak=2, requests_made=7)
+    held = apply_outcome(state, Outcome.deferred(20.0, 60.0), CFG)
+    assert held.next_allowed_at == 80.0
+    assert (held.error_streak, held.requests_made, held.parks) == (2, 7, 0)
+    assert apply_outcome(held, Outcome.deferred(20.0, 1.0), CFG) is held
