@@ -56,6 +56,7 @@ from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot, ProgressSink
 from courtly.errors import ConfigError, CourtlyError, StateError
 from courtly.frontier.records import FrontierCounts, QueuedUrl
+from courtly.store.base import FrontierStore
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -482,15 +483,37 @@ class HostPartition:
             await asyncio.to_thread(self.outbox.sync)
             self._synced = target
 
-    async def serve(self, crawler: Crawler) -> None:
-        """Ingest the inbox, answer the parent, watch it; until cancelled."""
-        store = crawler.frontier.store
+    async def open_inbox(self, store: FrontierStore) -> Inbox:
+        """Open the inbox at the offsets ``store`` has consumed (0 for a new crawl)."""
         consumed = [0] * self.processes
         for source in range(self.processes):
             if source != self.index:
                 blob = await store.get_blob(_OFFSETS, f"inbox-from-{source}")
                 consumed[source] = int(blob) if blob else 0
-        inbox = self.inbox = Inbox(self._state_dir, self.index, self.processes, consumed)
+        if self.inbox is not None:
+            self.inbox.close()
+        self.inbox = Inbox(self._state_dir, self.index, self.processes, consumed)
+        return self.inbox
+
+    def read_inbox(self) -> list[InboxChunk]:
+        """New whole lines of the inbox (see :meth:`Inbox.read`); :meth:`open_inbox` first."""
+        if self.inbox is None:
+            raise StateError("the inbox is not open")
+        return self.inbox.read()
+
+    async def consumed_to(self, store: FrontierStore, source: int, end_offset: int) -> None:
+        """Record that ``source``'s lines up to ``end_offset`` are queued in ``store``.
+
+        Call it only after their URLs were added to the same store: a commit holds
+        a prefix of the steps, so the stored offset never runs ahead of them.
+        """
+        await store.put_blob(_OFFSETS, f"inbox-from-{source}", str(end_offset).encode())
+        if self.inbox is not None:
+            self.inbox.consume(source, end_offset)
+
+    async def serve(self, crawler: Crawler) -> None:
+        """Ingest the inbox, answer the parent, watch it; until cancelled."""
+        inbox = await self.open_inbox(crawler.frontier.store)
         try:
             while True:
                 busy = await self.ingest(crawler)
@@ -514,15 +537,12 @@ class HostPartition:
         The consumed offset of a source is stored after its URLs are queued, in
         the same store, so it never commits ahead of them.
         """
-        assert self.inbox is not None
         store = crawler.frontier.store
-        chunks = self.inbox.read()
+        chunks = self.read_inbox()
         for chunk in chunks:
             if chunk.entries:
                 await crawler.add_forwarded(chunk.entries, chunk.referrers)
-            key = f"inbox-from-{chunk.source}"
-            await store.put_blob(_OFFSETS, key, str(chunk.end_offset).encode())
-            self.inbox.consume(chunk.source, chunk.end_offset)
+            await self.consumed_to(store, chunk.source, chunk.end_offset)
         return bool(chunks)
 
     async def status(self, crawler: Crawler, round_: int) -> PartitionStatus:
@@ -537,6 +557,8 @@ class HostPartition:
 
     def close(self) -> None:
         self.outbox.close()
+        if self.inbox is not None:
+            self.inbox.close()
 
 
 # -- termination ------------------------------------------------------------------------------

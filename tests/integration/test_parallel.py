@@ -1,0 +1,365 @@
+"""Host-partitioned crawling (``courtly.parallel``), end to end and piece by piece.
+
+* ownership: every host in exactly one partition, by a hash that does not change
+  between processes (unlike Python's ``hash``);
+* the termination detector: two quiet rounds with the same counters, never one;
+* forwarding survives a crash: URLs appended to an inbox are queued by a new
+  partition on the same directory, a torn last line is dropped, a re-read after
+  a lost offset only finds repeats;
+* a 2-process crawl of a small sandbox web ends by itself (no ``--max-time``),
+  stays polite across the processes (one per host, per-IP cap summed) and covers
+  every reachable page; ``status`` and ``export`` read the partitions together;
+* a resume with another number of processes is refused, clearly.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from click.testing import CliRunner
+
+from courtly.cli import main as cli_main
+from courtly.cli import run_async
+from courtly.config import CrawlConfig
+from courtly.crawl import Crawler, CrawlSnapshot
+from courtly.errors import ConfigError, StateError
+from courtly.frontier.records import AddStatus, FrontierCounts, QueuedUrl
+from courtly.parallel import (
+    LAYOUT_FILE,
+    HostPartition,
+    PartitionedCrawl,
+    PartitionStatus,
+    TerminationDetector,
+    claim_layout,
+    merge_counts,
+    partition_config,
+    partition_dir,
+    partition_of,
+    stable_hash,
+    state_dirs,
+)
+from courtly.sandbox import ROBOTS_VARIANTS, RequestRecord, SandboxSpec, audit
+from courtly.url import host_of
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import PER_IP, UA, LiveWeb, crawl_config
+else:  # tests/integration is no package: pytest imports its conftest as "conftest"
+    from conftest import PER_IP, UA, LiveWeb, crawl_config
+
+pytestmark = pytest.mark.integration
+
+COVERAGE_FLOOR = 0.97
+"""As for one process (tests/integration/test_crawl.py). Measured on this web: one process
+and two processes each fetched 217 of 217 reachable pages, in 14.6 s and 15.3 s."""
+FINISH_WITHIN_S = 60.0
+"""A generous bound on the whole 2-process crawl (measured: about 15 s, spawning included)."""
+
+
+def finite_small_spec() -> SandboxSpec:
+    """``SandboxSpec.small()`` without what keeps any crawl from ever running dry.
+
+    A crawl ends only when its frontier is empty, and on the small web it never is:
+    hosts whose robots.txt is unreachable (5xx, hanging, dead) keep their URLs for a
+    later robots.txt retry, and the session-id trap yields new URLs for ever.
+    """
+    finite = tuple(v for v in ROBOTS_VARIANTS if v not in ("server_error", "hang"))
+    return replace(SandboxSpec.small(), trap_hosts=0, dead_hosts=0, robots_variants=finite)
+
+
+def _entry(url: str, depth: int = 1) -> QueuedUrl:
+    return QueuedUrl(url, host_of(url), 1, depth)
+
+
+def _config(state_dir: Path, **overrides: Any) -> CrawlConfig:
+    values: dict[str, Any] = {"state_dir": state_dir, "user_agent": UA, "seeds": ()}
+    values.update(overrides)
+    return CrawlConfig(**values)
+
+
+# -- ownership ----------------------------------------------------------------------------
+
+
+def test_partitions_are_disjoint_and_cover_every_host(tmp_path: Path) -> None:
+    hosts = [f"h{i}.site{i % 37}.test" for i in range(2_000)] + ["www.example.org:8080"]
+    for processes in (2, 3, 4):
+        partitions = [
+            HostPartition(tmp_path / f"n{processes}", i, processes) for i in range(processes)
+        ]
+        try:
+            owners = [[p.index for p in partitions if p.owns(host)] for host in hosts]
+        finally:
+            for partition in partitions:
+                partition.close()
+        assert all(len(found) == 1 for found in owners)
+        assert [found[0] for found in owners] == [partition_of(h, processes) for h in hosts]
+        shares = Counter(found[0] for found in owners)
+        # A hash, not a range: every partition gets a fair share of the hosts.
+        assert min(shares.values()) > len(hosts) / processes * 0.8, shares
+        assert sum(p.primary for p in partitions) == 1
+
+
+def test_stable_hash_is_the_same_in_another_process() -> None:
+    hosts = ["www.site0.test", "shop1.site1.test:8080", "xn--bcher-kva.example"]
+    code = (
+        "import json, sys; from courtly.parallel import stable_hash; "
+        "print(json.dumps([stable_hash(h) for h in sys.argv[1:]]))"
+    )
+    other = subprocess.run(
+        [sys.executable, "-c", code, *hosts],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "12345"},
+    )
+    assert json.loads(other.stdout) == [stable_hash(h) for h in hosts]
+
+
+def test_partition_config_shares_out_fetchers_and_the_per_ip_cap(tmp_path: Path) -> None:
+    config = _config(tmp_path, processes=2, per_ip=5, concurrency=33, back_queues=100)
+    part = partition_config(config, 1)
+    assert part.state_dir == partition_dir(tmp_path, 1, 2) == tmp_path / "part-1-of-2"
+    assert part.per_ip * 2 <= config.per_ip and part.per_ip == 2
+    assert part.concurrency * 2 <= config.concurrency and part.concurrency == 16
+    assert part.back_queues == 50
+    with pytest.raises(ConfigError, match="per_ip = 2 cannot be shared by 3 processes"):
+        partition_config(_config(tmp_path, processes=3, per_ip=2), 0)
+
+
+# -- termination --------------------------------------------------------------------------
+
+
+def _status(index: int, idle: bool, written: tuple[int, ...], consumed: tuple[int, ...]) -> Any:
+    counts = FrontierCounts(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+    snapshot = CrawlSnapshot(1.0, 0, 0.0, 0, 0, 0, 0, counts, {}, {}, {}, (), "", False, None)
+    return PartitionStatus(index, 0, idle, written, consumed, snapshot)
+
+
+def test_termination_needs_two_quiet_rounds_with_the_same_counters() -> None:
+    detector = TerminationDetector()
+    quiet = [_status(0, True, (0, 10), (0, 4)), _status(1, True, (4, 0), (10, 0))]
+    assert not detector.observe(quiet)  # one quiet round is not enough
+    assert detector.observe(quiet)
+
+    detector = TerminationDetector()
+    unread = [_status(0, True, (0, 10), (0, 4)), _status(1, True, (4, 0), (6, 0))]
+    assert not detector.observe(unread)  # 4 bytes written to partition 1 not yet read
+    assert not detector.observe(unread)
+
+    detector = TerminationDetector()
+    busy = [_status(0, True, (0, 10), (0, 4)), _status(1, False, (4, 0), (10, 0))]
+    assert not detector.observe(quiet)
+    assert not detector.observe(busy)  # a busy round resets
+    assert not detector.observe(quiet)
+    moved = [_status(0, True, (0, 20), (0, 4)), _status(1, True, (4, 0), (20, 0))]
+    assert not detector.observe(moved)  # quiet, but the counters moved since the last round
+    assert detector.observe(moved)
+
+
+# -- forwarding is durable ----------------------------------------------------------------
+
+
+def test_forwarded_urls_survive_a_crash_and_are_queued_once(tmp_path: Path) -> None:
+    root = tmp_path / "state"
+    owned_by_1 = [
+        f"http://h{i}.site.test/p{i}.html"
+        for i in range(200)
+        if partition_of(f"h{i}.site.test", 2) == 1
+    ]
+    entries = [_entry(url) for url in owned_by_1]
+    referrer = "http://www.site.test/"
+
+    async def forward_then_crash() -> None:
+        sender = HostPartition(root, 0, 2, fsync=True)
+        assert not any(sender.owns(e.host_key) for e in entries)
+        await sender.forward(entries[:10], referrer)
+        await sender.forward(entries[:10], referrer)  # found again: sent once
+        await sender.forward(entries[10:], None)
+        written = sender.outbox.written[1]
+        sender.close()
+        inbox = partition_dir(root, 1, 2) / "inbox" / "from-0.jsonl"
+        assert inbox.stat().st_size == written
+        with inbox.open("ab") as torn:  # a write cut short by the crash
+            torn.write(b'["http://x/",[["http://h1.site.te')
+        # The sender's next run drops the torn line before appending.
+        again = HostPartition(root, 0, 2)
+        assert again.outbox.written[1] == written == inbox.stat().st_size
+        again.close()
+
+    run_async(forward_then_crash())
+
+    config = partition_config(_config(root, processes=2, per_ip=2), 1)
+
+    async def receive(drop_offset: bool) -> tuple[list[AddStatus], int, int]:
+        crawler = Crawler(config, partition=HostPartition(root, 1, 2))
+        store = crawler.frontier.store
+        try:
+            if drop_offset:  # as if the crash came before the offset was committed
+                await store.put_blob("partition", "inbox-from-0", b"0")
+            receiver = HostPartition(root, 1, 2)
+            await receiver.open_inbox(store)
+            statuses: list[AddStatus] = []
+            for chunk in receiver.read_inbox():
+                statuses += await crawler.add_forwarded(chunk.entries, chunk.referrers)
+                await receiver.consumed_to(store, chunk.source, chunk.end_offset)
+            receiver.close()
+            queued = (await crawler.frontier.counts()).queued
+            referred = len([e async for e in store.catalogue() if e.referrer == referrer])
+        finally:
+            await crawler.frontier.aclose()
+        return statuses, queued, referred
+
+    statuses, queued, referred = run_async(receive(drop_offset=False))
+    assert statuses == [AddStatus.QUEUED] * len(entries)
+    assert queued == len(entries)
+    assert referred == 10  # the ones found on a page carry it as referrer
+    statuses, queued, _ = run_async(receive(drop_offset=False))
+    assert statuses == []  # the stored offset: nothing is read twice
+    assert queued == len(entries)
+    statuses, queued, _ = run_async(receive(drop_offset=True))
+    assert statuses == [AddStatus.SEEN] * len(entries)  # re-read: every URL a repeat
+    assert queued == len(entries)
+
+
+# -- a real 2-process crawl ---------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ParallelRun:
+    web: LiveWeb
+    config: CrawlConfig
+    snapshot: CrawlSnapshot
+    records: tuple[RequestRecord, ...]
+    elapsed_s: float
+
+
+@pytest.fixture(scope="module")
+def parallel_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ParallelRun]:
+    base = tmp_path_factory.mktemp("parallel")
+    web = LiveWeb(finite_small_spec(), base / "web")
+    try:
+        config = crawl_config(web, base / "state", processes=2)
+        began = time.monotonic()
+        snapshot = run_async(PartitionedCrawl(config).run())
+        elapsed_s = time.monotonic() - began
+        yield ParallelRun(web, config, snapshot, tuple(web.records()), elapsed_s)
+    finally:
+        web.stop()
+
+
+def test_two_processes_finish_by_themselves_politely_and_cover_the_web(
+    parallel_crawl: ParallelRun,
+) -> None:
+    run = parallel_crawl
+    assert run.config.max_time_s is None and run.config.max_pages is None
+    assert run.snapshot.finished and run.snapshot.stop_reason == "done"
+    assert run.elapsed_s < FINISH_WITHIN_S
+    report = audit(
+        run.records,
+        spec_or_truth=run.web.server.truth,
+        min_delay_s=run.config.min_delay_s,
+        per_ip_cap=PER_IP,  # the cap of the whole crawl, not of one process
+        user_agent_token="courtly",
+        seeds=run.config.seeds,
+    )
+    print(f"2 processes, {run.elapsed_s:.1f} s:\n{report.summary()}")
+    assert report.violations == 0, report.summary()
+    assert report.max_in_flight_per_host == 1, report.summary()
+    assert report.max_in_flight_per_ip <= PER_IP, report.summary()
+    assert report.duplicate_fetches == 0, report.summary()
+    assert report.hosts == len(run.web.server.world.hosts)
+    assert report.coverage >= COVERAGE_FLOOR, report.summary()
+    # Both processes did their share, and each kept to its own hosts.
+    counts = run.snapshot.counts
+    assert counts.queued == 0 and counts.leased == 0
+    assert len(run.snapshot.warc_files) >= 2
+    for index in range(2):
+        assert (partition_dir(run.config.state_dir, index, 2) / "warc").is_dir()
+
+
+def _written_by_owner(row: dict[str, Any]) -> bool:
+    reason = row["skip_reason"]
+    return reason is None or reason == "robots" or reason.startswith("error:")
+
+
+def test_status_and_export_read_every_partition(parallel_crawl: ParallelRun) -> None:
+    run = parallel_crawl
+    state = run.config.state_dir
+    runner = CliRunner()
+    result = runner.invoke(cli_main, ["status", "--state", str(state), "--json"])
+    assert result.exit_code == 0, result.output
+    status = json.loads(result.output)
+    assert status["last_run"]["pages"] == run.snapshot.pages
+    assert status["last_run"]["finished"] and status["last_run"]["partitions"] == 2
+    assert status["frontier"]["seen"] == run.snapshot.counts.seen
+
+    out = state.parent / "catalogue.jsonl"
+    result = runner.invoke(cli_main, ["export", "--state", str(state), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    # A URL is catalogued once, by the partition owning its host; only a link skipped where
+    # it was found (out of scope, a trap) is catalogued by every partition that found it.
+    owned = [row["url"] for row in rows if _written_by_owner(row)]
+    assert len(owned) == len(set(owned))
+    assert len(owned) > len(rows) / 2
+    fetched = [row for row in rows if row.get("status") is not None]
+    assert len(fetched) == run.snapshot.pages
+    # Every partition's catalogue holds its own hosts' pages only.
+    for index, directory in enumerate(state_dirs(state)):
+        result = runner.invoke(cli_main, ["export", "--state", str(directory), "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        own = [json.loads(line) for line in out.read_text().splitlines()]
+        assert own
+        for row in own:
+            if row.get("status") is not None:
+                assert partition_of(host_of(row["url"]), 2) == index, row["url"]
+
+
+def test_a_resume_with_another_number_of_processes_is_refused(
+    parallel_crawl: ParallelRun, tmp_path: Path
+) -> None:
+    state = parallel_crawl.config.state_dir
+    assert json.loads((state / LAYOUT_FILE).read_text())["processes"] == 2
+    web = parallel_crawl.web
+    for processes in ("1", "3"):
+        result = CliRunner().invoke(
+            cli_main,
+            [
+                "crawl",
+                "--state",
+                str(state),
+                "--user-agent",
+                UA,
+                "--per-ip",
+                "4",
+                "--processes",
+                processes,
+                *web.server.seeds,
+            ],
+        )
+        assert result.exit_code == 2, result.output
+        assert "partitioned over 2 processes; resume it with --processes 2" in result.output
+    with pytest.raises(StateError, match="resume it with --processes 2"):
+        claim_layout(state, 4)
+    # And a single-process state directory refuses to become a partitioned one.
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "frontier.sqlite3").write_bytes(b"")
+    with pytest.raises(StateError, match="single-process crawl; resume it with --processes 1"):
+        claim_layout(single, 2)
+    assert not (single / LAYOUT_FILE).exists()
+    claim_layout(single, 1)
+
+
+def test_merged_counts_are_field_sums() -> None:
+    a = FrontierCounts(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
+    b = FrontierCounts(10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110)
+    assert merge_counts([a, b]) == FrontierCounts(11, 22, 33, 44, 55, 66, 77, 88, 99, 110, 121)
