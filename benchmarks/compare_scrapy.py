@@ -494,7 +494,7 @@ def run_scenario(
     for crawler in crawlers:
         print(f"[{scenario.name}] {crawler}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
         out[crawler] = measure(
-            scenario, crawler, seconds, workdir, profile and crawler == "courtly"
+            scenario, crawler, seconds, workdir, profile and crawler == "courtly", overrides
         )
         figures = out[crawler]
         print(
