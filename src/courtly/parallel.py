@@ -790,7 +790,8 @@ class PartitionedCrawl:
                     child.kill()
                     child.join()
             replies.close()
-            for command_queue in commands:
+            for command_queue in commands:  # commands to exited children are moot
+                command_queue.cancel_join_thread()
                 command_queue.close()
         snapshot = merge_snapshots([finals[i] for i in sorted(finals)], root)
         if self._stop_reason is not None and self._stop_reason != "error":
