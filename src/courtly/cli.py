@@ -206,12 +206,12 @@ def _build_config(
 
 
 async def _crawl(config: CrawlConfig) -> CrawlSnapshot:
-    claim_layout(config.state_dir, config.processes)
     crawler: Crawler | PartitionedCrawl
-    if config.processes > 1:
+    if config.processes > 1:  # checks the shares now, the state directory's layout in run()
         level = logging.getLogger().getEffectiveLevel()
         crawler = PartitionedCrawl(config, progress=progress_for(), log_level=level)
     else:
+        claim_layout(config.state_dir, 1)  # refuses a partitioned state directory
         crawler = Crawler(config, progress=progress_for())
     loop = asyncio.get_running_loop()
     signals_seen = 0
