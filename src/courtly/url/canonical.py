@@ -170,6 +170,10 @@ class UrlJoiner:
             if "/." in path:
                 path = _remove_dot_segments(path)
             query = ref.raw_query_string
+        if ";" in path:
+            path = _PATH_SESSION_RE.sub("", path)
+        if query and "=" in query:
+            query = _strip_session_ids(query)
         if query:
             return f"{self._origin}{path}?{query}"
         return f"{self._origin}{path}"

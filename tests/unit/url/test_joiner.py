@@ -106,3 +106,16 @@ def test_join_gives_canonical_urls_as_browsers_resolve_them(base: str, href: str
     except ValueError:
         expected = None
     assert joined == expected
+
+
+@pytest.mark.parametrize(
+    ("href", "expected"),
+    [
+        ("/s/1.html?sid=0a1b2c3d", "http://a.test/s/1.html"),
+        ("s/2.html?x=1&PHPSESSID=abcdef0123456789", "http://a.test/dir/s/2.html?x=1"),
+        ("/p;jsessionid=ABCDEF01", "http://a.test/p"),
+    ],
+)
+def test_joined_links_drop_session_ids_as_canonicalize_does(href: str, expected: str) -> None:
+    joined = UrlJoiner("http://a.test/dir/page.html").join(href)
+    assert joined == expected == canonicalize(ada_url.join_url("http://a.test/dir/page.html", href))
