@@ -294,17 +294,23 @@ class Crawler:
     # -- lifecycle ------------------------------------------------------------
 
     def request_stop(self, reason: str = "requested") -> None:
-        """Stop leasing; requests in flight finish (or are abandoned after a short grace)."""
+        """Stop leasing; requests in flight finish, or are abandoned after a grace of 5 s
+        (their leases stay void: the URLs are fetched again on resume)."""
         if not self._stopping:
             self._stopping = True
             self._stop_reason = reason
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing to cancel
+                asyncio.get_running_loop().call_later(_STOP_GRACE_S, self._cancel_workers)
         self._wake.set()
+
+    def _cancel_workers(self) -> None:
+        for task in self._workers:
+            task.cancel()
 
     def abort(self) -> None:
         """Stop now: cancel requests in flight (their leases stay void; nothing is lost)."""
         self.request_stop("aborted")
-        for task in self._workers:
-            task.cancel()
+        self._cancel_workers()
 
     async def run(self) -> CrawlSnapshot:
         """Crawl; see the class doc. Returns the final snapshot."""
@@ -420,9 +426,6 @@ class Crawler:
     async def _deadline(self, max_time_s: float) -> None:
         await asyncio.sleep(max_time_s)
         self.request_stop("max_time")
-        await asyncio.sleep(_STOP_GRACE_S)
-        for task in self._workers:
-            task.cancel()
 
     async def _reporter(self) -> None:
         while True:
