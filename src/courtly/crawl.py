@@ -672,7 +672,7 @@ class Crawler:
         )
         statuses = await self._complete(lease, outcome, discovered, (page_entry, *facts.skipped))
         if statuses is not None and discovered:
-            await self._record_discoveries([lease.url] * len(discovered), discovered, statuses)
+            self._count_drops(statuses)  # the store catalogued the newly queued ones
         if self._on_page is not None:
             page = Page(
                 lease.url,
@@ -785,13 +785,16 @@ class Crawler:
             for entry, status, referrer in zip(discovered, statuses, referrers, strict=True)
             if status is AddStatus.QUEUED and referrer is not None
         ]
+        self._count_drops(statuses)
+        if entries:
+            await self._store.record(entries)
+
+    def _count_drops(self, statuses: Sequence[AddStatus]) -> None:
         for status in statuses:
             if status in (AddStatus.OVER_HOST_BUDGET, AddStatus.OVER_CRAWL_BUDGET):
                 self.stats.skipped["budget"] += 1
             elif status is AddStatus.HOST_RETIRED:
                 self.stats.skipped["host_retired"] += 1
-        if entries:
-            await self._store.record(entries)
 
     async def _complete(
         self,

@@ -265,6 +265,26 @@ async def test_completion_writes_records_and_a_fenced_one_writes_nothing(make: M
     assert [entry async for entry in store.catalogue()] == [record]
 
 
+async def test_completion_catalogues_new_discoveries_and_the_first_referrer_stays(
+    make: MakeStore,
+) -> None:
+    store = make()
+    await store.add([url("d.test", "1")], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    found = [url("d.test", "2", depth=1), url("e.test", "3", depth=1), url("d.test", "1")]
+    statuses = await store.complete(lease, lease.host, found, T0, NO_BUDGET, ())
+    assert statuses == [AddStatus.QUEUED, AddStatus.QUEUED, AddStatus.SEEN]
+    assert [entry async for entry in store.catalogue()] == [
+        CatalogueEntry("http://d.test/2", depth=1, referrer=lease.url),
+        CatalogueEntry("http://e.test/3", depth=1, referrer=lease.url),
+    ]
+    # Fetched later: its page entry replaces the discovery row, but keeps the referrer.
+    page = CatalogueEntry("http://d.test/2", status=200, fetched_at=T0, depth=1)
+    await store.record([page])
+    entries = [entry async for entry in store.catalogue()]
+    assert entries[0] == replace(page, referrer=lease.url)
+
+
 async def test_catalogue_iterates_many_entries(make: MakeStore) -> None:
     store = make()
     entries = [CatalogueEntry(f"http://m.test/{i}", status=200, depth=i % 5) for i in range(1500)]

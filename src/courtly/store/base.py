@@ -71,6 +71,9 @@ class FrontierStore(Protocol):
         """Finish a lease: store ``host``, enqueue ``discovered``, write ``records``
         to the catalogue, requeue the host, all or nothing.
 
+        Every discovered URL that is newly queued is catalogued too (depth, and the
+        lease's URL as its referrer), so the catalogue holds every URL seen.
+
         Returns the add statuses of ``discovered``, or ``None`` if the lease was
         fenced (expired and reclaimed, or unknown): then nothing is written.
         A host whose new state is retired loses its queued URLs.
@@ -88,7 +91,8 @@ class FrontierStore(Protocol):
     async def record(self, records: Sequence[CatalogueEntry]) -> None:
         """Write catalogue entries outside a lease (e.g. URLs skipped at discovery).
 
-        An entry replaces any earlier one for the same URL.
+        An entry replaces any earlier one for the same URL, except its ``referrer``:
+        the first non-null referrer stays (where the URL was first found).
         """
         ...
 

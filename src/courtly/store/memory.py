@@ -24,6 +24,7 @@ import heapq
 import random
 from collections import deque
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.frontier.budget import BudgetConfig, is_over_queue_budget
@@ -112,6 +113,7 @@ class MemoryStore:
             return None
         statuses = self._add(discovered, budget)
         self._record(records)
+        self._record_discovered(lease.url, discovered, statuses)
         self._requeue(lease.host_key, host)
         self._refill()
         return statuses
@@ -213,7 +215,20 @@ class MemoryStore:
     def _record(self, records: Sequence[CatalogueEntry]) -> None:
         catalogue = self._catalogue
         for entry in records:
+            old = catalogue.get(entry.url)
+            if old is not None and old.referrer is not None and entry.referrer != old.referrer:
+                entry = replace(entry, referrer=old.referrer)
             catalogue[entry.url] = entry
+
+    def _record_discovered(
+        self, referrer: str, discovered: Sequence[QueuedUrl], statuses: Sequence[AddStatus]
+    ) -> None:
+        catalogue = self._catalogue
+        for entry, status in zip(discovered, statuses, strict=True):
+            if status is AddStatus.QUEUED and entry.url not in catalogue:
+                catalogue[entry.url] = CatalogueEntry(
+                    entry.url, depth=entry.depth, referrer=referrer
+                )
 
     def _end_lease(self, lease: Lease, host: HostState | None) -> bool:
         current = self._leases.get(lease.host_key)

@@ -83,7 +83,16 @@ _CATALOGUE_UPSERT: Final = (
     f"INSERT INTO catalogue ({', '.join(_CATALOGUE_FIELDS)}) "
     f"VALUES ({', '.join('?' * len(_CATALOGUE_FIELDS))}) "
     "ON CONFLICT (url) DO UPDATE SET "
-    + ", ".join(f"{name} = excluded.{name}" for name in _CATALOGUE_FIELDS[1:])
+    + ", ".join(
+        f"{name} = COALESCE(catalogue.{name}, excluded.{name})"
+        if name == "referrer"
+        else f"{name} = excluded.{name}"
+        for name in _CATALOGUE_FIELDS[1:]
+    )
+)
+_CATALOGUE_DISCOVERED: Final = (
+    "INSERT INTO catalogue (url, depth, referrer, noindex, change_count) "
+    "VALUES (?, ?, ?, 0, 0) ON CONFLICT (url) DO NOTHING"
 )
 _CATALOGUE_SELECT: Final = (
     f"SELECT seq, {', '.join(_CATALOGUE_FIELDS)} FROM catalogue WHERE seq > ? ORDER BY seq LIMIT ?"
@@ -328,6 +337,14 @@ class SqliteStore:
             self._dirty.add(key)
             statuses = self._add(discovered, budget)
             self._record(records)
+            new = [
+                (entry.url, entry.depth, lease.url)
+                for entry, status in zip(discovered, statuses, strict=True)
+                if status is AddStatus.QUEUED
+            ]
+            if new:
+                self._write(len(new))
+                self._db.executemany(_CATALOGUE_DISCOVERED, new)
             self._requeue(key, host)
             self._refill()
             return statuses

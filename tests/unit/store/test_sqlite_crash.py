@@ -69,7 +69,9 @@ def _check_file(state: Path, added: set[str], completed: set[str]) -> int:
         assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
         rows = conn.execute("SELECT url FROM front UNION ALL SELECT url FROM back")
         queued = [u for (u,) in rows]
-        catalogued = {u for (u,) in conn.execute("SELECT url FROM catalogue")}
+        # Fetched pages only: newly discovered URLs are catalogued too (with no status).
+        fetched = "SELECT url FROM catalogue WHERE status IS NOT NULL"
+        catalogued = {u for (u,) in conn.execute(fetched)}
     finally:
         conn.close()
     queued_set = set(queued)
