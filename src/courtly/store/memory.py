@@ -111,9 +111,12 @@ class MemoryStore:
     ) -> list[AddStatus] | None:
         if not self._end_lease(lease, host):
             return None
-        statuses = self._add(discovered, budget)
-        self._record(records)
-        self._record_discovered(lease.url, discovered, statuses)
+        statuses: list[AddStatus] = []
+        if discovered:
+            statuses = self._add(discovered, budget)
+            self._record_discovered(lease.url, discovered, statuses)
+        if records:
+            self._record(records)
         self._requeue(lease.host_key, host)
         self._refill()
         return statuses
