@@ -7,6 +7,7 @@ import signal
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,22 +18,25 @@ from courtly.sandbox import SandboxServer, SandboxSpec, audit, load_log
 UA = "courtly/0.1 (+mailto:ops@example.org)"
 
 
+def _config(web: SandboxServer, state: Path, **overrides: Any) -> CrawlConfig:
+    """A quick polite crawl of the sandbox ``web`` into ``state``."""
+    return CrawlConfig(
+        state_dir=state,
+        user_agent=UA,
+        seeds=tuple(web.seeds),
+        hosts_file=web.hosts_file,
+        allow_private_networks=True,
+        min_delay_s=0.05,
+        concurrency=8,
+        connect_timeout_s=1.0,
+        progress_interval_s=0.5,
+    ).with_overrides(**overrides)
+
+
 @pytest.mark.integration
 async def test_a_resumed_crawl_keeps_robots_decisions_and_politeness(tmp_path: Path) -> None:
     async with SandboxServer(SandboxSpec.small(), workdir=tmp_path / "web") as web:
-        first = CrawlConfig(
-            state_dir=tmp_path / "state",
-            user_agent=UA,
-            seeds=tuple(web.seeds),
-            hosts_file=web.hosts_file,
-            allow_private_networks=True,
-            min_delay_s=0.05,
-            max_time_s=3.0,
-            concurrency=8,
-            connect_timeout_s=1.0,
-            total_timeout_s=2.0,
-            progress_interval_s=0.5,
-        )
+        first = _config(web, tmp_path / "state", max_time_s=3.0, total_timeout_s=2.0)
         snapshot = await Crawler(first).run()
         assert snapshot.pages > 0
         split_at = time.time()
@@ -127,17 +131,7 @@ async def test_sigint_stops_cleanly_and_a_second_one_at_once(tmp_path: Path, sig
 @pytest.mark.integration
 async def test_a_changed_configuration_is_reported(tmp_path: Path) -> None:
     async with SandboxServer(SandboxSpec.small(), workdir=tmp_path / "web") as web:
-        config = CrawlConfig(
-            state_dir=tmp_path / "state",
-            user_agent=UA,
-            seeds=tuple(web.seeds),
-            hosts_file=web.hosts_file,
-            allow_private_networks=True,
-            min_delay_s=0.05,
-            max_time_s=1.0,
-            connect_timeout_s=1.0,
-            total_timeout_s=1.0,
-        )
+        config = _config(web, tmp_path / "state", max_time_s=1.0, total_timeout_s=1.0)
         first = Crawler(config)
         await first.run()
         assert first.config_changes == []
