@@ -340,9 +340,11 @@ class Crawler:
         try:
             await self._start()
             async with asyncio.TaskGroup() as group:
+                work: asyncio.Queue[Lease | None] = asyncio.Queue()
                 self._workers = [
-                    group.create_task(self._worker()) for _ in range(self.config.concurrency)
+                    group.create_task(self._worker(work)) for _ in range(self.config.concurrency)
                 ]
+                self._workers.append(group.create_task(self._dispatcher(work)))
                 reporter = group.create_task(self._reporter())
                 serving = (
                     group.create_task(self._partition.serve(self))
@@ -482,37 +484,60 @@ class Crawler:
 
     # -- workers --------------------------------------------------------------
 
-    async def _worker(self) -> None:
+    async def _dispatcher(self, work: asyncio.Queue[Lease | None]) -> None:
+        """Lease as many ready hosts as there are idle fetchers and hand them out.
+
+        One task leases for all fetchers, so a completion or a host coming due wakes
+        one task, not every idle fetcher (no thundering herd on the frontier).
+        """
         max_pages = self.config.max_pages
-        while not self._stopping:
-            if max_pages is not None and self.stats.pages + self._in_flight >= max_pages:
-                if self._in_flight == 0:
-                    self.request_stop("max_pages")
-                    break
-                await self._idle(0.05)
-                continue
-            batch = await self.frontier.lease(1)
-            if batch.leases:
-                self._in_flight += 1
-                try:
-                    await self._process(batch.leases[0])
-                finally:
-                    self._in_flight -= 1
-                    self._wake.set()
-                continue
-            if batch.next_ready_at is None and self._in_flight == 0 and self._partition is None:
-                counts = await self.frontier.counts()
-                if counts.queued == 0 and counts.leased == 0:
-                    self._finished = True
-                    self.request_stop("done")
-                    break
-            wait_s = 0.5
-            if batch.next_ready_at is not None:
-                wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
-            await self._idle(wait_s)
+        try:
+            while not self._stopping:
+                # Cleared before looking, so a completion from here on wakes the wait below.
+                self._wake.clear()
+                free = self.config.concurrency - self._in_flight
+                if max_pages is not None:
+                    if self.stats.pages + self._in_flight >= max_pages:
+                        if self._in_flight == 0:
+                            self.request_stop("max_pages")
+                            break
+                        await self._idle(0.05)
+                        continue
+                    free = min(free, max_pages - self.stats.pages - self._in_flight)
+                if free <= 0:
+                    await self._idle(0.5)
+                    continue
+                batch = await self.frontier.lease(free)
+                for lease in batch.leases:
+                    self._in_flight += 1
+                    work.put_nowait(lease)
+                if batch.leases:
+                    continue
+                if batch.next_ready_at is None and self._in_flight == 0 and self._partition is None:
+                    counts = await self.frontier.counts()
+                    if counts.queued == 0 and counts.leased == 0:
+                        self._finished = True
+                        self.request_stop("done")
+                        break
+                wait_s = 0.5
+                if batch.next_ready_at is not None:
+                    wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
+                await self._idle(wait_s)
+        finally:
+            for _ in range(self.config.concurrency):
+                work.put_nowait(None)
+
+    async def _worker(self, work: asyncio.Queue[Lease | None]) -> None:
+        """Fetch what the dispatcher hands over, until it says stop (``None``)."""
+        while (lease := await work.get()) is not None:
+            try:
+                await self._process(lease)
+            finally:
+                self._in_flight -= 1
+                self._wake.set()
 
     async def _idle(self, wait_s: float) -> None:
-        self._wake.clear()
+        """Wait ``wait_s`` seconds, or less if a fetcher finishes (``_wake`` is set)."""
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._wake.wait(), timeout=max(wait_s, 0.001))
 
