@@ -20,9 +20,10 @@ import click
 
 from courtly import __version__
 from courtly.config import CrawlConfig, load_toml, read_seeds_file
-from courtly.crawl import Crawler, CrawlSnapshot, open_store
-from courtly.errors import CourtlyError
+from courtly.crawl import STATUS_FILE, Crawler, CrawlSnapshot, open_store
+from courtly.errors import CourtlyError, StateError
 from courtly.frontier.config import QueueConfig
+from courtly.frontier.records import FrontierCounts
 from courtly.parallel import (
     PartitionedCrawl,
     claim_layout,
@@ -246,6 +247,15 @@ def _existing_dirs(state_dir: Path) -> list[Path]:
         raise click.ClickException(str(error)) from None
 
 
+def _live_status(directory: Path) -> dict[str, Any] | None:
+    """The status a running crawl last wrote (its state file is locked), if any."""
+    try:
+        data = json.loads((directory / STATUS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "frontier" in data else None
+
+
 @main.command()
 @click.option(
     "--state",
@@ -258,9 +268,22 @@ def status(state_dir: Path, as_json: bool) -> None:
     """Show the frontier and the last run of the crawl in --state DIR."""
 
     async def read() -> dict[str, Any]:
-        all_counts, runs, confs = [], [], []
+        all_counts: list[FrontierCounts] = []
+        runs: list[Any] = []
+        confs: list[Any] = []
+        running = False
         for directory in _existing_dirs(state_dir):
-            store = _open_existing(directory)
+            try:
+                store = _open_existing(directory)
+            except StateError:
+                live = _live_status(directory)
+                if live is None:
+                    raise
+                running = True
+                all_counts.append(FrontierCounts(**live["frontier"]))
+                runs.append(live["last_run"])
+                confs.append(None)
+                continue
             try:
                 all_counts.append(await store.counts(0.0))
                 last = await store.get_blob("crawl", "last_run")
@@ -275,6 +298,7 @@ def status(state_dir: Path, as_json: bool) -> None:
             "frontier": {k: getattr(counts, k) for k in counts.__dataclass_fields__},
             "last_run": runs[0] if len(runs) == 1 else merge_last_runs(runs),
             "config": confs[0],
+            "running": running,
         }
 
     try:
@@ -286,6 +310,8 @@ def status(state_dir: Path, as_json: bool) -> None:
         return
     f = data["frontier"]
     click.echo(f"state      {state_dir}")
+    if data["running"]:
+        click.echo("running    yes: figures from the crawl's last progress tick")
     click.echo(f"queued     {f['queued']} URLs over {f['hosts_active']} active hosts")
     click.echo(f"seen       {f['seen']} URLs; requests made {f['requests_made']}")
     click.echo(f"hosts      retired {f['hosts_retired']}")

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import functools
 import inspect
 import json
@@ -94,6 +95,9 @@ log = logging.getLogger("courtly.crawl")
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _STOP_GRACE_S = 5.0
+STATUS_FILE = "status.json"
+"""Written to the state directory with every progress tick: what ``courtly status``
+shows while the crawl holds its state file."""
 _MAX_SITEMAPS = 1_000
 
 
@@ -452,6 +456,19 @@ class Crawler:
         }
         with contextlib.suppress(Exception):
             await self._store.put_blob("crawl", "last_run", json.dumps(data).encode())
+        # The state file is locked while a crawl runs; `courtly status` reads this instead.
+        live = {
+            "running": not snapshot.finished,
+            "frontier": dataclasses.asdict(snapshot.counts),
+            "last_run": data,
+            "pages_per_s": snapshot.pages_per_s,
+            "in_flight": snapshot.in_flight,
+        }
+        path = self.config.state_dir / STATUS_FILE
+        with contextlib.suppress(OSError):
+            tmp = path.with_name(path.name + ".tmp")
+            tmp.write_text(json.dumps(live), encoding="utf-8")
+            tmp.replace(path)
 
     async def snapshot(self) -> CrawlSnapshot:
         """Counters and frontier sizes now."""

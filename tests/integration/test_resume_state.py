@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import sys
 import time
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 
 from courtly.config import CrawlConfig
-from courtly.crawl import Crawler
+from courtly.crawl import STATUS_FILE, Crawler
 from courtly.sandbox import SandboxServer, SandboxSpec, audit, load_log
 
 UA = "courtly/0.1 (+mailto:ops@example.org)"
@@ -139,3 +140,34 @@ async def test_a_changed_configuration_is_reported(tmp_path: Path) -> None:
         await second.run()
     changed = {change.split(":")[0] for change in second.config_changes}
     assert changed == {"min_delay_s", "scope"}
+
+
+@pytest.mark.integration
+async def test_status_reads_a_running_crawl(tmp_path: Path) -> None:
+    async with SandboxServer(SandboxSpec.small(), workdir=tmp_path / "web") as web:
+        state = tmp_path / "state"
+        proc = await asyncio.create_subprocess_exec(
+            *_crawl_command(web, state, "--max-time", "20", "--progress-interval", "0.3"),
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            for _ in range(100):  # the first progress tick writes the live status
+                await asyncio.sleep(0.1)
+                if (state / STATUS_FILE).exists():
+                    break
+            await asyncio.sleep(0.5)
+            status = await asyncio.create_subprocess_exec(
+                *(sys.executable, "-m", "courtly", "status", "--state", str(state), "--json"),
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+            out, err = await status.communicate()
+        finally:
+            proc.send_signal(signal.SIGINT)
+            await _wait(proc, 15.0)
+    assert status.returncode == 0, err.decode()
+    data = json.loads(out)
+    assert data["running"] is True
+    assert data["last_run"]["pages"] > 0
+    assert data["frontier"]["seen"] > 0
