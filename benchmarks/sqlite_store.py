@@ -36,8 +36,9 @@ from pathlib import Path
 import psutil
 
 from courtly.clock import FakeClock
-from courtly.frontier import BudgetConfig, Frontier, FrontierConfig, Outcome, QueueConfig, QueuedUrl
+from courtly.frontier import BudgetConfig, Frontier, FrontierConfig, QueueConfig, QueuedUrl
 from courtly.store.sqlite import SqliteStore
+from frontier import bench_lease_complete  # benchmarks/frontier.py: the same cycle loop
 
 BATCH = 2_000
 QUEUES = QueueConfig.for_fetchers(64)
@@ -91,26 +92,6 @@ async def fill(
     return n_urls / elapsed, queued
 
 
-async def lease_complete(frontier: Frontier, clock: FakeClock, cycles: int) -> float:
-    done = 0
-    elapsed = 0.0
-    while done < cycles:
-        t0 = time.perf_counter()
-        batch = await frontier.lease(64)
-        now = clock.now()
-        for lease in batch.leases:
-            await frontier.complete(lease, Outcome.from_status(200, now, now + 0.05))
-        elapsed += time.perf_counter() - t0
-        done += len(batch.leases)
-        if not batch.leases:
-            if batch.next_ready_at is None:
-                break
-            clock.set(max(clock.now(), batch.next_ready_at))
-        else:
-            clock.advance(0.02)
-    return done / elapsed
-
-
 async def resume(directory: Path, n_urls: int, n_hosts: int) -> tuple[float, float]:
     """Seconds to reopen and lease one URL: after a clean close, and after a "kill"."""
     path = directory / "resume.db"
@@ -151,7 +132,7 @@ async def main_async(args: argparse.Namespace) -> dict[str, object]:
         adds_per_s, queued = await fill(frontier, store, args.urls, args.hosts)
         total_rss = rss()
         per_url = (total_rss - base_rss) / max(queued, 1)
-        cycles_per_s = await lease_complete(frontier, clock, args.cycles)
+        cycles_per_s = await bench_lease_complete(frontier, clock, args.cycles)
         await store.aclose()
         file_bytes = dir_bytes(directory)
         (directory / "frontier.db").unlink()

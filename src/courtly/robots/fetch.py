@@ -29,13 +29,13 @@ an error: its first ``max_bytes`` are parsed (the fetcher may mark it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from email.utils import parsedate_to_datetime
 from typing import Literal
 
 from yarl import URL
 
 from courtly.errors import FetchError
 from courtly.fetch.records import Fetcher, FetchResult
+from courtly.frontier.politeness import parse_retry_after
 from courtly.robots.parse import PARSE_LIMIT_BYTES, parse
 from courtly.robots.rules import RobotsRules
 
@@ -77,17 +77,7 @@ class RobotsFetchOutcome:
         """Seconds asked for by a ``Retry-After`` on the last response (delta or HTTP date)."""
         if not self.results:
             return None
-        value = self.results[-1].header("Retry-After")
-        if value is None:
-            return None
-        value = value.strip()
-        if value.isdigit():
-            return float(value)
-        try:
-            when_at = parsedate_to_datetime(value).timestamp()
-        except (TypeError, ValueError, IndexError, OverflowError):
-            return None
-        return max(0.0, when_at - now_at)
+        return parse_retry_after(self.results[-1].header("Retry-After"), now_at)
 
 
 def _next_url(current_url: str, location: str) -> str | None:
