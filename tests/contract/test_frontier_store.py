@@ -97,8 +97,14 @@ async def test_back_queues_are_bounded_and_every_url_comes_out(make: MakeStore) 
     entries = [url(f"h{i % 11}.test", f"p{i}", level=i % 2) for i in range(200)]
     await store.add(entries, T0, NO_BUDGET)
     counts = await store.counts(T0)
-    assert counts.hosts_active == 3
-    assert counts.queued == counts.front_queued + counts.back_queued == 200
+    assert counts.hosts_active == 0 and counts.front_queued == 200
+    assert len((await store.lease(T0, TTL_S, 8)).leases) == 3
+    counts = await store.counts(T0)
+    assert counts.hosts_active == 3 and counts.leased == 3
+    assert counts.queued + counts.leased == counts.front_queued + counts.back_queued + 3 == 200
+    await store.aclose()
+    store = make(QueueConfig(levels=2, max_back_queues=3))
+    await store.add(entries, T0, NO_BUDGET)
     served = await drain(store)
     assert len(served) == len(set(served)) == 200
     counts = await store.counts(T0)
@@ -314,20 +320,35 @@ async def test_host_state_is_fresh_then_stored(make: MakeStore) -> None:
 
 
 async def test_counts(make: MakeStore) -> None:
-    store = make(QueueConfig(levels=2, max_back_queues=2))
+    store = make(QueueConfig(levels=1, max_back_queues=2, inactive_after_s=10.0))
     await store.add([url(f"h{i}.test", f"p{j}") for i in range(3) for j in range(2)], T0, NO_BUDGET)
     counts = await store.counts(T0)
-    assert (counts.queued, counts.front_queued, counts.back_queued) == (6, 3, 3)
-    assert (counts.hosts_active, counts.hosts_ready, counts.hosts_snoozed) == (2, 2, 0)
+    assert (counts.queued, counts.front_queued, counts.back_queued) == (6, 6, 0)
+    assert (counts.hosts_active, counts.hosts_ready, counts.hosts_held) == (0, 0, 0)
     assert counts.seen == 6 and counts.leased == 0
-    first = await lease_one(store)
-    state = replace(first.host, next_allowed_at=T0 + 60, error_streak=1, requests_made=1)
+    first = await lease_one(store)  # h0 is taken in and leased at once: nothing more pops
+    assert first.url == "http://h0.test/p0"
+    counts = await store.counts(T0)
+    assert (counts.queued, counts.front_queued, counts.hosts_active, counts.leased) == (5, 5, 1, 1)
+    state = replace(first.host, next_allowed_at=T0 + 5, error_streak=1, requests_made=1)
     await store.complete(first, state, (), T0, NO_BUDGET)
     counts = await store.counts(T0)
-    assert (counts.queued, counts.leased, counts.requests_made) == (5, 0, 1)
-    assert (counts.hosts_ready, counts.hosts_snoozed, counts.hosts_parked) == (1, 1, 1)
+    assert (counts.queued, counts.leased, counts.requests_made, counts.hosts_held) == (5, 0, 1, 0)
+    # h0/p1 pops first: h0 waits 5 s (under the threshold) holding a slot; then h1 is leased
     held = await lease_one(store)
+    assert held.url == "http://h1.test/p0"
     counts = await store.counts(T0)
-    assert counts.leased == 1 and counts.queued == 4 and counts.hosts_ready == 0
-    assert await store.release(held, None, T0)
-    assert (await store.counts(T0)).queued == 5
+    assert (counts.queued, counts.front_queued, counts.back_queued) == (4, 3, 1)
+    assert (counts.hosts_active, counts.hosts_snoozed, counts.hosts_parked) == (2, 1, 1)
+    # h1 must wait 60 s: it gives up its slot and keeps its URL
+    parked = replace(held.host, next_allowed_at=T0 + 60, error_streak=1, requests_made=1)
+    assert await store.release(held, parked, T0)
+    counts = await store.counts(T0)
+    assert (counts.queued, counts.hosts_active, counts.hosts_held) == (5, 1, 2)
+    assert (counts.hosts_snoozed, counts.hosts_inactive, counts.hosts_parked) == (1, 1, 2)
+    assert counts.hosts_ready == counts.hosts_inactive_due == 0
+    # the free slot goes to a new host: h1/p1 joins h1's back queue, h2 is leased
+    assert (await lease_one(store)).url == "http://h2.test/p0"
+    counts = await store.counts(T0)
+    assert (counts.front_queued, counts.back_queued, counts.hosts_active) == (1, 3, 2)
+    assert (await store.counts(T0 + 60)).hosts_inactive_due == 1

@@ -159,7 +159,7 @@ async def test_host_rows_are_evicted_and_reloaded(tmp_path: Path) -> None:
     first = [url(f"h{i}.test", f"p{j}") for i in range(50) for j in range(2)]
     assert set(await store.add(first, T0, budget)) == {AddStatus.QUEUED}
     await store.flush()
-    assert len(store._hosts) <= 10
+    assert len(store._rows.hosts) <= 10
     over = [url(f"h{i}.test", "p9") for i in range(50)]
     statuses = await store.add(over, T0, budget)
     # the hosts holding a back queue had their head URL moved, not dequeued: still 2 queued
