@@ -383,12 +383,19 @@ async def test_a_far_waiting_host_gives_up_its_slot_and_comes_back_when_due(
     assert back.url == "http://park.test/2" and back.host == parked
 
 
-async def test_a_short_wait_keeps_the_slot(make: MakeStore) -> None:
-    store = make(QueueConfig(levels=1, max_back_queues=1, inactive_after_s=10.0))
+async def a_test_waits_until(store: FrontierStore, at: float) -> None:
+    """Queue a.test/1 and b.test/1; lease a.test/1, queue a.test/2 (straight to a.test's
+    back queue), and complete a.test/1 at T0 with a.test next allowed at ``at``."""
     await store.add([url("a.test", "1"), url("b.test", "1")], T0, NO_BUDGET)
     lease = await lease_one(store)
+    assert lease.host_key == "a.test"
     await store.add([url("a.test", "2")], T0, NO_BUDGET)
-    await store.complete(lease, replace(lease.host, next_allowed_at=T0 + 5), (), T0, NO_BUDGET)
+    await store.complete(lease, replace(lease.host, next_allowed_at=at), (), T0, NO_BUDGET)
+
+
+async def test_a_short_wait_keeps_the_slot(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=1, max_back_queues=1, inactive_after_s=10.0))
+    await a_test_waits_until(store, T0 + 5)
     counts = await store.counts(T0)
     assert (counts.hosts_active, counts.hosts_snoozed, counts.hosts_inactive) == (1, 1, 0)
     # the slot is held: b.test is not taken in, and the wait is a.test's
@@ -398,10 +405,7 @@ async def test_a_short_wait_keeps_the_slot(make: MakeStore) -> None:
 
 async def test_inactive_hosts_wait_for_a_free_slot(make: MakeStore) -> None:
     store = make(QueueConfig(levels=1, max_back_queues=1, inactive_after_s=1.0))
-    await store.add([url("a.test", "1"), url("b.test", "1")], T0, NO_BUDGET)
-    first = await lease_one(store)
-    await store.add([url("a.test", "2")], T0, NO_BUDGET)
-    await store.complete(first, replace(first.host, next_allowed_at=T0 + 5), (), T0, NO_BUDGET)
+    await a_test_waits_until(store, T0 + 5)
     second = await lease_one(store)  # a.test is inactive until T0 + 5: b.test takes the slot
     assert second.host_key == "b.test"
     await store.add([url("b.test", "2")], T0, NO_BUDGET)
@@ -438,7 +442,7 @@ async def test_a_lease_scans_a_bounded_part_of_the_front_tier(make: MakeStore) -
     store = make(QueueConfig(levels=1, max_back_queues=100, activation_scan=8))
     # every host is parked: each pop takes a host in, and it turns inactive at once
     await store.add([url(f"p{i}.test", "x") for i in range(20)], T0, NO_BUDGET)
-    for i in range(20):
+    for _ in range(20):
         lease = await lease_one(store)
         await store.complete(
             lease, replace(lease.host, next_allowed_at=T0 + 600), (), T0, NO_BUDGET

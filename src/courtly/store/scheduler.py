@@ -300,20 +300,9 @@ class Scheduler:
 
     def counts(self, now_at: float, front_queued: int, seen: int) -> FrontierCounts:
         """The snapshot the stores report (see :class:`FrontierCounts`)."""
-        host_row = self._rows.host
-        ready = 0
-        parked = 0
-        for at, _, key in self._ready:
-            if at <= now_at:
-                ready += 1
-            elif _is_failing(host_row(key).state, now_at):
-                parked += 1
-        due = 0
-        for at, _, key in self._wake:
-            if at <= now_at:
-                due += 1
-            elif _is_failing(host_row(key).state, now_at):
-                parked += 1
+        ready, parked_active = self._tally(self._ready, now_at)
+        due, parked_inactive = self._tally(self._wake, now_at)
+        parked = parked_active + parked_inactive
         return FrontierCounts(
             queued=front_queued + self._back_size,
             front_queued=front_queued,
@@ -330,6 +319,17 @@ class Scheduler:
             hosts_inactive_due=due,
             hosts_held=len(self._held),
         )
+
+    def _tally(self, heap: list[tuple[float, int, str]], now_at: float) -> tuple[int, int]:
+        """Hosts of ``heap`` that are due, and those waiting because of failures."""
+        host_row = self._rows.host
+        due = failing = 0
+        for at, _, key in heap:
+            if at <= now_at:
+                due += 1
+            elif _is_failing(host_row(key).state, now_at):
+                failing += 1
+        return due, failing
 
     # -- resume ---------------------------------------------------------------------
 

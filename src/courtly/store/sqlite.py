@@ -101,6 +101,7 @@ _CATALOGUE_DISCOVERED: Final = (
 _CATALOGUE_SELECT: Final = (
     f"SELECT seq, {', '.join(_CATALOGUE_FIELDS)} FROM catalogue WHERE seq > ? ORDER BY seq LIMIT ?"
 )
+_FRONT_INSERT: Final = "INSERT INTO front (level, id, host_key, depth, url) VALUES (?, ?, ?, ?, ?)"
 _HOST_UPSERT: Final = (
     "INSERT OR REPLACE INTO hosts (host_key, next_allowed_at, last_fetch_s, latency_baseline_s, "
     "backoff_s, error_streak, parks, requests_made, crawl_delay_s, retired, queued) "
@@ -328,31 +329,23 @@ class _SqliteRows:
     # -- writing --
 
     def write_pending(self) -> None:
-        """Write the buffered row inserts and front deletes of this step."""
+        """Write the buffered row inserts and front deletes of this step, in that order."""
         db = self._db
-        if self._front_inserts:
-            self._begin(len(self._front_inserts))
-            db.executemany(
-                "INSERT INTO front (level, id, host_key, depth, url) VALUES (?, ?, ?, ?, ?)",
-                self._front_inserts,
-            )
-            self._front_inserts.clear()
-        if self._tail_inserts:
-            self._begin(len(self._tail_inserts))
-            db.executemany("INSERT INTO seen_tail (url) VALUES (?)", self._tail_inserts)
-            self.seen_tail += len(self._tail_inserts)
-            self._tail_inserts.clear()
-        if self._back_inserts:
-            self._begin(len(self._back_inserts))
-            db.executemany(
+        for sql, rows in (
+            (_FRONT_INSERT, self._front_inserts),
+            ("INSERT INTO seen_tail (url) VALUES (?)", self._tail_inserts),
+            (
                 "INSERT INTO back (host_key, seq, depth, url) VALUES (?, ?, ?, ?)",
                 self._back_inserts,
-            )
-            self._back_inserts.clear()
-        if self._front_deletes:
-            self._begin(len(self._front_deletes))
-            db.executemany("DELETE FROM front WHERE level = ? AND id = ?", self._front_deletes)
-            self._front_deletes.clear()
+            ),
+            ("DELETE FROM front WHERE level = ? AND id = ?", self._front_deletes),
+        ):
+            if rows:
+                self._begin(len(rows))
+                db.executemany(sql, rows)
+                if rows is self._tail_inserts:
+                    self.seen_tail += len(rows)
+                rows.clear()
 
     def write_hosts(self) -> None:
         if not self.dirty:
