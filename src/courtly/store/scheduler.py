@@ -172,21 +172,9 @@ class Scheduler:
 
     # -- questions ------------------------------------------------------------
 
-    @property
-    def back_size(self) -> int:
-        """URLs in back queues, leased ones excluded."""
-        return self._back_size
-
-    @property
-    def slots_held(self) -> int:
-        return self._active
-
     def holds(self, host_key: str) -> bool:
         """True while the host has a back queue (active or inactive) or a lease."""
         return host_key in self._held
-
-    def held_hosts(self) -> int:
-        return len(self._held)
 
     # -- steps ----------------------------------------------------------------------
 
