@@ -64,8 +64,8 @@ class _MemoryRows:
         queue.append(_encode(host_key, depth, url))
 
     def back_head(self, host_key: str) -> tuple[int, str]:
-        _, depth, url = _decode(self.back[host_key][0])
-        return depth, url
+        head, _, url = self.back[host_key][0].partition(" ")
+        return int(head.partition("@")[0]), url
 
     def back_pop(self, host_key: str) -> None:
         queue = self.back[host_key]
