@@ -134,13 +134,13 @@ class QueueRows(Protocol):
 
 
 class _Held:
-    """A held host: URLs in its back queue (the leased head included), lease and slot flags."""
+    """A held host: URLs in its back queue (the leased head included), and whether it
+    holds a slot (a leased host always does)."""
 
-    __slots__ = ("active", "leased", "length")
+    __slots__ = ("active", "length")
 
     def __init__(self, length: int) -> None:
         self.length = length
-        self.leased = False
         self.active = False
 
 
@@ -248,7 +248,6 @@ class Scheduler:
         if current is None or current.token != lease.token:
             return False
         del self._leases[key]
-        self._held[key].leased = False
         if host is not None:
             row = self._rows.host(key)
             self.requests_made += max(0, host.requests_made - row.state.requests_made)
@@ -324,8 +323,7 @@ class Scheduler:
     def restore(self, host_key: str, length: int, next_allowed_at: float) -> None:
         """A back queue of ``length`` URLs found at open: the host starts inactive and
         wakes when due (no lease survives a restart)."""
-        queue = self._held[host_key] = _Held(length)
-        queue.active = False
+        self._held[host_key] = _Held(length)
         self._back_size += length
         self._seq += 1
         self._wake.append((next_allowed_at, self._seq, host_key))
@@ -342,7 +340,6 @@ class Scheduler:
 
     def _lease_head(self, key: str, now_at: float, ttl_s: float) -> Lease:
         depth, url = self._rows.back_head(key)
-        self._held[key].leased = True
         self._back_size -= 1
         self.token += 1
         expires_at = now_at + ttl_s
@@ -424,7 +421,6 @@ class Scheduler:
             if lease is None or lease.token != token:
                 continue  # ended in time
             del self._leases[key]
-            self._held[key].leased = False
             self._back_size += 1
             state = self._rows.host(key).state
             self._place(key, self._held[key], max(state.next_allowed_at, now_at), now_at)
