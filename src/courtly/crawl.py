@@ -44,7 +44,7 @@ from courtly.fetch.config import FetchConfig
 from courtly.fetch.http_fetcher import HttpFetcher
 from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.budget import BudgetConfig
-from courtly.frontier.config import FrontierConfig, QueueConfig
+from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
 from courtly.frontier.frontier import Candidate, Frontier
 from courtly.frontier.politeness import PolitenessConfig, parse_retry_after, politeness_delay_s
 from courtly.frontier.records import (
@@ -232,7 +232,10 @@ def build_crawler(
 def frontier_config(config: CrawlConfig) -> FrontierConfig:
     """The frontier settings implied by a crawl config."""
     return FrontierConfig(
-        queues=QueueConfig(max_back_queues=config.effective_back_queues()),
+        queues=QueueConfig(
+            max_back_queues=config.effective_back_queues(),
+            inactive_after_s=default_inactive_after_s(config.min_delay_s),
+        ),
         politeness=PolitenessConfig(
             min_delay_s=config.min_delay_s,
             delay_factor=config.delay_factor,
