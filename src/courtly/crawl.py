@@ -854,10 +854,9 @@ class Crawler:
     def _archive(self, result: FetchResult) -> tuple[str, int, int] | None:
         if self._warc is None:
             return None
+        # write_exchange returns once the records are with the OS, so the catalogue never
+        # commits a pointer past the end of a WARC that a killed process leaves behind.
         position = self._warc.write_exchange(result)
-        # Hand the record to the OS before the catalogue can commit a pointer to it:
-        # a killed process then never leaves a catalogue row past the end of a WARC.
-        self._warc.flush()
         return (position.filename, position.offset, position.length)
 
 
