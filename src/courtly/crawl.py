@@ -71,6 +71,7 @@ from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
 from courtly.url import (
     DomainResolver,
+    JoinCache,
     Scope,
     TrapConfig,
     UrlJoiner,
@@ -283,6 +284,7 @@ class Crawler:
         self._robots = RobotsCache(ttl_s=config.robots_ttl_s)
         self._robots_restored: set[tuple[str, str, int]] = set()
         self._traps = TrapConfig()
+        self._join_cache = JoinCache()  # sibling pages repeat their hrefs
         self._scope: Scope | None = None
         self._sitemaps: set[str] = set()
         self._warc: WarcWriter | None = None
@@ -734,7 +736,7 @@ class Crawler:
     def _links_of(self, lease: Lease, result: FetchResult) -> _PageFacts:
         """What a response says: its links (to queue or skipped, with why), redirect, title."""
         depth = lease.depth + 1
-        joiner = UrlJoiner(lease.url)
+        joiner = UrlJoiner(lease.url, canonical=True, cache=self._join_cache)
         urls: list[str] = []
         redirect_to: str | None = None
         title: str | None = None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from courtly.url.canonical import MAX_URL_LENGTH, UrlJoiner, canonicalize
+from courtly.url.canonical import MAX_URL_LENGTH, JoinCache, UrlJoiner, canonicalize
 from courtly.url.fingerprint import url_fingerprint
 from courtly.url.host import (
     DomainResolver,
@@ -20,6 +20,7 @@ __all__ = [
     "MAX_URL_LENGTH",
     "DomainResolver",
     "HostKeyMode",
+    "JoinCache",
     "Scope",
     "ScopeMode",
     "TrapConfig",
