@@ -41,7 +41,6 @@ Contract:
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import math
@@ -119,8 +118,39 @@ def gzip_member(data: bytes, level: int) -> bytes:
     return zlib.compress(data, level, wbits=_GZIP_WBITS)
 
 
+_B32_TABLE = bytes(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"[i] if i < 32 else 0 for i in range(256))
+
+
+def _b32_spread_stages() -> tuple[tuple[int, int], ...]:
+    # Halving blocks of 5-bit groups: the upper half of each block moves up by 3 bits a group.
+    stages = []
+    for groups in (32, 16, 8, 4, 2):
+        half = groups // 2
+        mask = sum(
+            ((1 << (5 * half)) - 1) << (8 * groups * j + 5 * half) for j in range(32 // groups)
+        )
+        stages.append((mask, 3 * half))
+    return tuple(stages)
+
+
+_B32_STAGES = _b32_spread_stages()
+
+
+def _b32_of_sha1(digest: bytes) -> bytes:
+    """``base64.b32encode`` of a 20-byte digest (32 digits, no padding), about 3x faster.
+
+    The 160 bits are 32 five-bit groups; five shift-and-mask steps on one integer move group
+    ``k`` to byte ``k``, and a byte translation maps each to its digit.
+    """
+    value = int.from_bytes(digest, "big")
+    for mask, shift in _B32_STAGES:
+        high = value & mask
+        value = (value ^ high) | (high << shift)
+    return value.to_bytes(32, "big").translate(_B32_TABLE)
+
+
 def _sha1_label(digest: bytes) -> bytes:
-    return b"sha1:" + base64.b32encode(digest)
+    return b"sha1:" + _b32_of_sha1(digest)
 
 
 _EMPTY_SHA1 = _sha1_label(hashlib.sha1(b"").digest())

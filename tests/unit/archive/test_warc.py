@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import base64
 import gzip
 import io
 import random
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from courtly.archive import WarcPosition, WarcWriter, truncate_torn_tail, warc_date
+from courtly.archive.warc import _sha1_label
 from courtly.clock import FakeClock
 from courtly.fetch.records import FetchResult
 
@@ -378,3 +380,9 @@ def test_records_are_on_disk_when_write_exchange_returns(
         assert digests.passed is True
         assert truncate_torn_tail(tmp_path / position.filename) == 0
     writer.close()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(min_size=20, max_size=20))
+def test_digest_labels_are_standard_base32(digest: bytes) -> None:
+    assert _sha1_label(digest) == b"sha1:" + base64.b32encode(digest)
