@@ -244,10 +244,7 @@ def run_courtly(
         if profile:
             spy = Path(sys.executable).parent / "py-spy"
             cmd = [str(spy), "record", "-r", "100", "-f", "raw", "-s", "-o", str(raw), "--", *cmd]
-        env = dict(os.environ)
-        if src is not None:
-            env["PYTHONPATH"] = os.pathsep.join([str(src.resolve()), env.get("PYTHONPATH", "")])
-        cost = run_measured(cmd, run_dir / "courtly.log", env=env)
+        cost = run_measured(cmd, run_dir / "courtly.log", env=_env(src))
     finally:
         web.stop()
     pages, robots = _count(web)
@@ -257,6 +254,14 @@ def run_courtly(
         figures["profile"] = breakdown(raw)
         figures["profile_file"] = str(raw)
     return figures
+
+
+def _env(src: Path | None) -> dict[str, str]:
+    """This environment, with ``src`` (a checkout's ``src`` directory) first on the path."""
+    env = dict(os.environ)
+    if src is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(src.resolve()), env.get("PYTHONPATH", "")])
+    return env
 
 
 def _figures(label: str, cost: Any, pages: int, robots: int, log: Path) -> dict[str, Any]:
@@ -297,6 +302,92 @@ def breakdown(raw_file: Path, top: int = 25) -> dict[str, Any]:
     }
 
 
+# -- the per-page parts, in isolation ----------------------------------------------------------
+
+
+def parts_main(pages: int) -> int:
+    """``--parts-child``: CPU per exchange of the WARC writer and per page of link handling.
+
+    Runs against whatever ``courtly`` is first on ``sys.path`` (old checkouts included): the
+    WARC writer at the config's default level, and ``extract_links`` with the crawl's joiner
+    (shared cache and canonical base when this checkout has them).
+    """
+    import inspect
+    import tempfile
+
+    from courtly.archive.warc import WarcWriter
+    from courtly.config import CrawlConfig
+    from courtly.fetch.records import FetchResult
+    from courtly.parse.links import extract_links
+    from courtly.sandbox import SandboxWorld
+    from courtly.sandbox.resources import Page as SandboxPage
+    from courtly.url import UrlJoiner
+
+    spec = wide_spec(400)
+    world = SandboxWorld(spec, 8080)
+    live = [h.name for h in world.hosts if not h.dead and not h.trap][:40]
+    urls: list[str] = []
+    bodies: list[bytes] = []
+    for host in live:
+        for index in range(spec.pages_per_host):
+            resource = world.resolve(host, f"/p/{index}.html")
+            if isinstance(resource, SandboxPage) and len(urls) < pages:
+                urls.append(world.url(host, f"/p/{index}.html"))
+                bodies.append(world.render(resource))
+    headers = (("Content-Type", "text/html; charset=utf-8"), ("Server", "sandbox"))
+    results = [
+        FetchResult(url=u, status=200, headers=headers, body=b, started_at=1.7e9 + i,
+                    ended_at=1.7e9 + i + 0.01, raw_body=b, ip="127.0.0.2",
+                    request_headers=(("User-Agent", USER_AGENT), ("Accept", "*/*")))
+        for i, (u, b) in enumerate(zip(urls, bodies, strict=True))
+    ]  # fmt: skip
+    level = int(CrawlConfig.__dataclass_fields__["warc_gzip_level"].default)  # type: ignore[arg-type,unused-ignore]
+    extra: dict[str, Any] = {}
+    if "cache" in inspect.signature(UrlJoiner).parameters:
+        from courtly.url import JoinCache  # type: ignore[attr-defined,unused-ignore]
+
+        extra = {"canonical": True, "cache": JoinCache()}
+    best_warc = best_links = float("inf")
+    with tempfile.TemporaryDirectory() as tmp:
+        writer = WarcWriter(Path(tmp), gzip_level=level)
+        for _ in range(3):
+            started = time.process_time()
+            for result in results:
+                writer.write_exchange(result)
+                writer.flush()
+            best_warc = min(best_warc, time.process_time() - started)
+            started = time.process_time()
+            for result in results:
+                joiner = UrlJoiner(result.url, **extra)
+                extract_links(result.body, result.url, content_type=headers[0][1], join=joiner.join)
+            best_links = min(best_links, time.process_time() - started)
+        writer.close()
+        warc_bytes = sum(f.stat().st_size for f in Path(tmp).iterdir())
+    print(json.dumps({
+        "gzip_level": level,
+        "warc_us_per_exchange": round(1e6 * best_warc / len(results), 1),
+        "warc_bytes_per_exchange": round(warc_bytes / (3 * len(results))),
+        "body_bytes_per_exchange": round(sum(map(len, bodies)) / len(bodies)),
+        "links_us_per_page": round(1e6 * best_links / len(results), 1),
+    }))  # fmt: skip
+    return 0
+
+
+def run_parts(variants: list[tuple[str, Path | None]], rounds: int) -> list[dict[str, Any]]:
+    """``parts_main`` of each variant in its own process, alternating, ``rounds`` times."""
+    import subprocess
+
+    out: list[dict[str, Any]] = []
+    for round_no in range(rounds):
+        for label, src in variants:
+            cmd = [sys.executable, str(Path(__file__).resolve()), "--parts-child"]
+            done = subprocess.run(cmd, env=_env(src), capture_output=True, text=True, check=True)
+            figures = json.loads(done.stdout.strip().splitlines()[-1])
+            out.append({"label": label, "round": round_no, **figures})
+            print(json.dumps(out[-1]), file=sys.stderr, flush=True)
+    return out
+
+
 # -- command line ----------------------------------------------------------------------------------
 
 
@@ -312,11 +403,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--courtly-arg", action="append", default=[], help="extra crawl flag")
     parser.add_argument("--workdir", type=Path, default=HERE / "out" / "profile")
     parser.add_argument("--json", action="store_true", help="print one JSON object last")
+    parser.add_argument(
+        "--parts", action="store_true", help="time the WARC writer and link handling alone"
+    )
+    parser.add_argument("--parts-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--bare-urls", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--hosts-file", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.bare_urls is not None:
         return bare_main(args.bare_urls, args.hosts_file, args.seconds, args.bare_concurrency)
+    if args.parts_child:
+        return parts_main(400)
 
     variants: list[tuple[str, Path | None]] = []
     for item in args.variant:
@@ -326,6 +423,10 @@ def main(argv: list[str] | None = None) -> int:
         variants.append((label, Path(src)))
     if not variants:
         variants.append(("courtly", None))
+    if args.parts:
+        parts = run_parts(variants, args.rounds)
+        print(json.dumps({"machine": machine(), "parts": parts}))
+        return 0
     spec = wide_spec(args.hosts)
     runs: list[dict[str, Any]] = []
     for round_no in range(args.rounds):
