@@ -7,6 +7,7 @@ from courtly.url.fingerprint import url_fingerprint
 from courtly.url.host import (
     DomainResolver,
     HostKeyMode,
+    canonical_authority,
     host_key,
     host_of,
     hostname_of,
@@ -25,6 +26,7 @@ __all__ = [
     "ScopeMode",
     "TrapConfig",
     "UrlJoiner",
+    "canonical_authority",
     "canonicalize",
     "host_key",
     "host_of",

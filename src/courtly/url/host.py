@@ -30,6 +30,7 @@ from courtly.errors import InvalidURL
 __all__ = [
     "DomainResolver",
     "HostKeyMode",
+    "canonical_authority",
     "host_key",
     "host_of",
     "hostname_of",
@@ -47,7 +48,7 @@ _AUTHORITY_RE: Final = re.compile(
 _IPV4_RE: Final = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}")
 
 
-def _canonical_authority(url: str) -> str | None:
+def canonical_authority(url: str) -> str | None:
     """The authority of ``url`` when it is already spelt as a canonical URL spells it
     (``http://`` or ``https://``, lower case, a name or IPv4 host without userinfo or trailing
     dot, no default or empty port, a port without leading zeros, then ``/``); ``None``
@@ -112,7 +113,7 @@ def host_of(url: str) -> str:
     function does not re-parse it (no IDNA), it only reads the authority. Raises
     :class:`courtly.errors.InvalidURL` when there is no http(s) authority to read.
     """
-    authority = _canonical_authority(url)
+    authority = canonical_authority(url)
     if authority is not None:
         return authority
     host, port_suffix = _split_authority(url)

@@ -14,7 +14,7 @@ from courtly.url import (
     ip_host_key,
     registered_domain,
 )
-from courtly.url.host import _canonical_authority, _split_authority
+from courtly.url.host import _split_authority, canonical_authority
 from tests.unit.url.strategies import urls
 
 
@@ -143,12 +143,12 @@ def test_the_canonical_spelling_shortcut_reads_the_same_host_key_as_the_full_par
     ],
 )
 def test_odd_authorities_take_the_full_parse(url: str) -> None:
-    assert _canonical_authority(url) is None
+    assert canonical_authority(url) is None
     host, port_suffix = _split_authority(url)
     assert host_of(url) == host + port_suffix
 
 
 def test_a_url_without_a_host_is_refused_by_both_readings() -> None:
-    assert _canonical_authority("http:///x") is None
+    assert canonical_authority("http:///x") is None
     with pytest.raises(InvalidURL):
         host_of("http:///x")
