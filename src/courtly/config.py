@@ -109,7 +109,8 @@ class CrawlConfig:
     committed, and a crash repeats up to 0.2 s of completed fetches."""
     lease_ttl_s: float = 120.0
     progress_interval_s: float = 2.0
-    warc_gzip_level: int = 6
+    warc_gzip_level: int = 2
+    """WARC gzip level: 0-3 ISA-L (fast; 2 is its default), 4-9 zlib (smaller, slower)."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     """Unknown TOML keys, kept so they can be reported."""
 

@@ -71,6 +71,7 @@ from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
 from courtly.url import (
     DomainResolver,
+    JoinCache,
     Scope,
     TrapConfig,
     UrlJoiner,
@@ -286,6 +287,7 @@ class Crawler:
         self._robots = RobotsCache(ttl_s=config.robots_ttl_s)
         self._robots_restored: set[tuple[str, str, int]] = set()
         self._traps = TrapConfig()
+        self._join_cache = JoinCache()  # sibling pages repeat their hrefs
         self._scope: Scope | None = None
         self._sitemaps: set[str] = set()
         self._warc: WarcWriter | None = None
@@ -737,7 +739,7 @@ class Crawler:
     def _links_of(self, lease: Lease, result: FetchResult) -> _PageFacts:
         """What a response says: its links (to queue or skipped, with why), redirect, title."""
         depth = lease.depth + 1
-        joiner = UrlJoiner(lease.url)
+        joiner = UrlJoiner(lease.url, canonical=True, cache=self._join_cache)
         urls: list[str] = []
         redirect_to: str | None = None
         title: str | None = None
@@ -857,10 +859,9 @@ class Crawler:
     def _archive(self, result: FetchResult) -> tuple[str, int, int] | None:
         if self._warc is None:
             return None
+        # write_exchange returns once the records are with the OS, so the catalogue never
+        # commits a pointer past the end of a WARC that a killed process leaves behind.
         position = self._warc.write_exchange(result)
-        # Hand the record to the OS before the catalogue can commit a pointer to it:
-        # a killed process then never leaves a catalogue row past the end of a WARC.
-        self._warc.flush()
         return (position.filename, position.offset, position.length)
 
 
