@@ -338,21 +338,21 @@ def _check_number(rule: _Rule, value: Any, label: str) -> float | int:
     expected = _number_text(rule)
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise ConfigError(f"{label} must be {expected}, not {_shown(value)}")
+    number: float | int
     if rule.kind == "count":
-        if not isinstance(value, int):
-            if not (math.isfinite(value) and value.is_integer()):
-                raise ConfigError(f"{label} must be {expected}, not {_shown(value)}")
-            value = int(value)
+        if not isinstance(value, int) and not (math.isfinite(value) and value.is_integer()):
+            raise ConfigError(f"{label} must be {expected}, not {_shown(value)}")
+        number = int(value)
     else:
-        value = float(value)
-        if not math.isfinite(value):
-            raise ConfigError(f"{label} must be {expected}, not {value}")
+        number = float(value)
+        if not math.isfinite(number):
+            raise ConfigError(f"{label} must be {expected}, not {number}")
     high = _MAX_SECONDS if rule.high is None and rule.kind == "seconds" else rule.high
     low = rule.low
-    too_low = low is not None and (value <= low if rule.above else value < low)
-    if too_low or (high is not None and value > high):
-        raise ConfigError(f"{label} must be {expected}, not {value:g}")
-    return value
+    too_low = low is not None and (number <= low if rule.above else number < low)
+    if too_low or (high is not None and number > high):
+        raise ConfigError(f"{label} must be {expected}, not {number:g}")
+    return number
 
 
 _FIELD_NAMES = {spec.name for spec in fields(CrawlConfig)} - {"extra"}
