@@ -59,7 +59,7 @@ COVERAGE_FLOOR = 0.97
 were retried); the floor leaves room for a few pages on a slow machine."""
 HOSTILE_MAX_TIME_S = 12.0
 STOP_GRACE_S = 5.0
-"""The crawl's own grace for requests in flight after ``max_time`` (``CrawlConfig.stop_grace_s``)."""
+"""The grace for requests in flight after ``max_time`` (``CrawlConfig.stop_grace_s``)."""
 _THROTTLE = frozenset({429, 503})
 
 
