@@ -269,7 +269,7 @@ def crawl(
     """
     if summary_json is not None:
         with _expected_errors():
-            check_writable(summary_json.parent, "the directory of --summary-json")
+            check_writable(summary_json.parent, "the directory of --summary-json", must_exist=True)
     with _expected_errors(summary_json):
         config = _build_config(seeds, config_file, seeds_file, include, exclude, no_sitemaps, flags)
         check_crawl_target(config)
@@ -294,15 +294,19 @@ def _nothing_fetched_hint(snapshot: CrawlSnapshot, config: CrawlConfig) -> str:
     detail: str | None = getattr(snapshot, "stop_detail", None)
     if detail:
         return f"nothing fetched: {detail}"
-    if snapshot.errors.get("blocked") and not config.allow_private_networks:
-        return (
-            "nothing fetched: the address guard blocked private or loopback targets "
-            "(--allow-private-networks allows them)"
+    found = {**snapshot.errors, **snapshot.skipped}
+    reasons = ", ".join(f"{k}={v}" for k, v in sorted(found.items())) or "no response"
+    hint = ""
+    if not config.allow_private_networks and found.keys() & _GUARDED:
+        hint = (
+            "; the address guard blocks private, loopback and link-local targets: "
+            "--allow-private-networks allows them"
         )
-    reasons = ", ".join(
-        f"{k}={v}" for k, v in sorted({**snapshot.errors, **snapshot.skipped}.items())
-    )
-    return f"nothing fetched ({reasons or 'no response'})"
+    return f"nothing fetched ({reasons}){hint}"
+
+
+_GUARDED = frozenset({"blocked", "robots_unreachable", "connect"})
+"""Errors that a blocked address also gives (a robots.txt the guard refused is unreachable)."""
 
 
 def _summary_data(snapshot: CrawlSnapshot, code: ExitCode, config: CrawlConfig) -> dict[str, Any]:
@@ -543,7 +547,8 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
 def export(state_dir: Path, fmt: str, output: Path | None) -> None:
     """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines.
 
-    Exit code 2 for a missing, damaged or locked state file or an unwritable output.
+    ``-o FILE`` appears whole or not at all. Exit code 2 for a missing, damaged or
+    locked state file or an unwritable output.
     """
     from courtly.archive.catalogue import export_jsonl
 
@@ -570,7 +575,12 @@ def export(state_dir: Path, fmt: str, output: Path | None) -> None:
         if output is None:
             count = run_async(write(sys.stdout))
         else:
-            check_writable(output.parent, "the directory of --output")
-            with output.open("w", encoding="utf-8") as out:
-                count = run_async(write(out))
+            check_writable(output.parent, "the directory of --output", must_exist=True)
+            partial = output.with_name(output.name + ".partial")
+            try:  # the output appears whole, or not at all
+                with partial.open("w", encoding="utf-8") as out:
+                    count = run_async(write(out))
+                partial.replace(output)
+            finally:
+                partial.unlink(missing_ok=True)
     click.echo(f"{count} catalogue entries", err=True)

@@ -28,15 +28,18 @@ def holds_crawl(state_dir: Path) -> bool:
     return os.path.lexists(state_dir / STATE_FILE) or os.path.lexists(state_dir / _LAYOUT_FILE)
 
 
-def check_writable(path: Path, what: str) -> None:
+def check_writable(path: Path, what: str, *, must_exist: bool = False) -> None:
     """Raise :class:`ConfigError` unless ``path`` (a directory) exists and is writable,
-    or could be created: its nearest existing ancestor is a writable directory."""
+    or (unless ``must_exist``) could be created: its nearest existing ancestor is a
+    writable directory."""
     if path.exists():
         if not path.is_dir():
             raise ConfigError(f"{what} {path} is not a directory")
         if not os.access(path, os.W_OK | os.X_OK):
             raise ConfigError(f"{what} {path} is not writable")
         return
+    if must_exist:
+        raise ConfigError(f"{what} {path} does not exist")
     ancestor = path.parent
     while not ancestor.exists() and ancestor != ancestor.parent:
         ancestor = ancestor.parent
