@@ -279,10 +279,14 @@ def _number_text(rule: _Rule) -> str:
     text = unit[rule.kind]
     low, high = rule.low, rule.high
     if low is not None and high is not None:
-        return f"{text} from {low:g} to {high:g}"
+        return f"{text} from {_num(low)} to {_num(high)}"
     if low is not None:
-        return f"{text} {'>' if rule.above else '>='} {low:g}"
+        return f"{text} {'>' if rule.above else '>='} {_num(low)}"
     return text
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _shown(value: object) -> str:

@@ -281,6 +281,8 @@ def _serialize(url: URL) -> str | None:
     scheme = url.scheme
     default_port = _DEFAULT_PORTS.get(scheme)
     if default_port is None:
+        if not scheme:
+            raise InvalidURL("not an absolute URL: it must start with http:// or https://")
         raise InvalidURL(f"not an http(s) URL: scheme {scheme!r}")
     host = url.raw_host
     if not host:
