@@ -451,6 +451,7 @@ def test_the_docs_table_is_what_the_cases_produce(tmp_path: Path) -> None:
     expected = f"{head}{BEGIN}\n{table}\n{END}{tail}"
     if os.environ.get("COURTLY_WRITE_DOCS") == "1":
         DOCS.write_text(expected, encoding="utf-8")
+        doc = DOCS.read_text(encoding="utf-8")
     assert doc == expected, (
         "docs/cli.md is out of date: COURTLY_WRITE_DOCS=1 .venv/bin/pytest "
         "tests/integration/test_cli_errors.py"
