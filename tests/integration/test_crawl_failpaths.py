@@ -1,0 +1,131 @@
+"""A crawl's failure paths: a stored bad seed, why fetches failed, a stop that hangs.
+
+The crawls run on an in-memory fetcher (no network) over a real SQLite state directory.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.clock import SystemClock
+from courtly.config import CrawlConfig
+from courtly.crawl import Crawler
+from courtly.errors import FetchError
+from courtly.exit_codes import ExitCode, exit_code_for
+from courtly.fetch import MemoryFetcher
+from courtly.fetch.memory import Reply
+from courtly.frontier.config import QueueConfig
+from courtly.store.sqlite import SqliteStore
+
+UA = "mybot/1.0 (+https://example.org/bot)"
+HTML = {"Content-Type": "text/html"}
+
+
+def _config(state: Path, *seeds: str, **overrides: object) -> CrawlConfig:
+    values: dict[str, object] = {
+        "state_dir": state,
+        "user_agent": UA,
+        "seeds": seeds,
+        "min_delay_s": 0.01,
+        "delay_factor": 0.0,
+        "concurrency": 4,
+        "progress_interval_s": 0.1,
+        "follow_sitemaps": False,
+    }
+    values.update(overrides)
+    return CrawlConfig(**values)  # type: ignore[arg-type]
+
+
+def _site(url: str) -> Reply:
+    if url.endswith("/robots.txt"):
+        return 404
+    if url == "http://a.test/":
+        links = '<a href="/ok">o</a> <a href="/gone">g</a> <a href="/refused">r</a>'
+        return (200, HTML, f"<html><body>{links}</body></html>".encode())
+    if url.endswith("/gone"):
+        return (404, b"")
+    if url.endswith("/refused"):
+        raise FetchError("connect", f"{url}: connection refused")
+    if url.startswith("http://busy.test/"):
+        return (429, {"Retry-After": "3600"}, b"")
+    return (200, HTML, b"<html><body>fine</body></html>")
+
+
+async def _catalogue(state: Path) -> dict[str, CatalogueEntry]:
+    store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+    try:
+        return {entry.url: entry async for entry in store.catalogue()}
+    finally:
+        await store.aclose()
+
+
+async def test_the_catalogue_says_why_each_fetch_failed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "S"
+    config = _config(state, "http://a.test/", "http://busy.test/", max_time_s=2.0)
+    fetcher = MemoryFetcher(_site, SystemClock())
+    with caplog.at_level(logging.INFO, logger="courtly.crawl"):
+        snapshot = await Crawler(config, fetcher=fetcher).run()
+    entries = await _catalogue(state)
+    assert entries["http://a.test/"].fail_reason is None
+    assert entries["http://a.test/ok"].fail_reason is None
+    assert entries["http://a.test/gone"].fail_reason == "http_404"
+    assert entries["http://a.test/refused"].fail_reason == "connect"
+    busy = entries["http://busy.test/"]
+    assert (busy.status, busy.fail_reason) == (429, "http_429")  # throttled: not fetched yet
+    assert snapshot.stop_reason == "max_time" and exit_code_for(snapshot) is ExitCode.LIMIT
+    # -v: one line per URL asked for, saying what came of it
+    logged = [r.getMessage() for r in caplog.records if r.name == "courtly.crawl"]
+    for url in ("http://a.test/ok", "http://a.test/gone", "http://a.test/refused"):
+        assert any(line.startswith(url + " ") for line in logged), (url, logged)
+    assert any("http://busy.test/ 429" in line for line in logged)
+
+
+async def test_a_stored_bad_seed_is_reported_and_skipped_on_resume(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An older courtly stored seeds unchecked: such a state resumes, without the bad seed."""
+    state = tmp_path / "S"
+    state.mkdir()
+    store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+    old = {"seeds": ["not a url", "http://a.test/", "http:///path"], "scope": "domain"}
+    await store.put_blob("crawl", "config", json.dumps(old).encode())
+    await store.aclose()
+    config = _config(state)  # no seeds: resume what the state holds
+    with caplog.at_level(logging.WARNING, logger="courtly.crawl"):
+        snapshot = await Crawler(config, fetcher=MemoryFetcher(_site, SystemClock())).run()
+    assert snapshot.skipped["invalid_seed"] == 2
+    warned = [r.getMessage() for r in caplog.records if "stored seed" in r.getMessage()]
+    assert len(warned) == 2 and any("'not a url'" in line for line in warned)
+    assert snapshot.pages >= 2 and snapshot.stop_reason == "done"
+    store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+    stored = json.loads(await store.get_blob("crawl", "config") or b"{}")
+    await store.aclose()
+    assert stored["seeds"] == ["http://a.test/"]  # the state is no longer poisoned
+
+
+async def test_a_max_time_stop_ends_within_the_stop_grace(tmp_path: Path) -> None:
+    """A request that never ends is abandoned at max_time + stop_grace, not waited for."""
+    never = asyncio.Event()
+
+    async def hang(url: str) -> Reply:
+        if url == "http://hang.test/robots.txt":
+            await never.wait()
+        return _site(url)
+
+    config = _config(
+        tmp_path / "S", "http://hang.test/", "http://a.test/", max_time_s=0.5, stop_grace_s=0.2
+    )
+    crawl = Crawler(config, fetcher=MemoryFetcher(hang, SystemClock())).run()
+    snapshot = await asyncio.wait_for(crawl, timeout=30.0)  # a hang would never return
+    assert snapshot.stop_reason == "max_time"
+    assert snapshot.robots_fetches >= 1 and snapshot.pages >= 1
+    entries = await _catalogue(tmp_path / "S")
+    assert "http://hang.test/" not in entries or entries["http://hang.test/"].status is None
