@@ -98,6 +98,14 @@ async def _wait(proc: asyncio.subprocess.Process, timeout_s: float) -> int:
     return await asyncio.wait_for(proc.wait(), timeout_s)
 
 
+async def _until_requests(web: SandboxServer, count: int, *, timeout_s: float) -> None:
+    """Wait until the sandbox has logged ``count`` requests (the crawl is under way)."""
+    deadline = time.monotonic() + timeout_s
+    while web.requests_logged < count:
+        assert time.monotonic() < deadline, f"no {count} requests within {timeout_s} s"
+        await asyncio.sleep(0.05)
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("signals", [1, 2])
 async def test_sigint_stops_cleanly_and_a_second_one_at_once(tmp_path: Path, signals: int) -> None:
@@ -108,11 +116,9 @@ async def test_sigint_stops_cleanly_and_a_second_one_at_once(tmp_path: Path, sig
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
         )
-        for _ in range(300):  # started (on a loaded machine, imports alone take seconds)
-            await asyncio.sleep(0.1)
-            if (state / STATUS_FILE).exists():
-                break
-        await asyncio.sleep(0.5)
+        # Signal a crawl that is crawling: on a loaded machine the interpreter may still
+        # be importing after seconds, and a SIGINT then is a KeyboardInterrupt, not a stop.
+        await _until_requests(web, 5, timeout_s=60.0)
         stopped_at = time.monotonic()
         for _ in range(signals):
             proc.send_signal(signal.SIGINT)
