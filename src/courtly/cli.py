@@ -515,6 +515,7 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
         lines += [
             f"last run   {last['pages']} pages, {last['robots_fetches']} robots.txt fetches, "
             f"{last.get('bytes_received', 0) / 1e6:.1f} MB: {state}",
+            *([f"why        {last['stop_detail']}"] if last.get("stop_detail") else []),
             f"errors     {_counts_words(last.get('errors'))}",
             f"skipped    {_counts_words(last.get('skipped'))}",
         ]
