@@ -141,7 +141,7 @@ def _setup_logging(verbose: int, quiet: bool, progress: LogProgress | RichProgre
     else:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.basicConfig(level=level, handlers=[handler])  # a no-op where logging is set up
 
 
 @main.command()

@@ -1,6 +1,8 @@
-"""A crawl's failure paths: a stored bad seed, why fetches failed, a stop that hangs.
+"""A crawl's failure paths: a stored bad seed, why fetches failed, a stop that hangs, a
+blocked target, and what the command line reports.
 
-The crawls run on an in-memory fetcher (no network) over a real SQLite state directory.
+The first crawls run on an in-memory fetcher over a real SQLite state directory; the
+command-line ones crawl the sandbox web on loopback.
 """
 
 from __future__ import annotations
@@ -9,10 +11,13 @@ import asyncio
 import json
 import logging
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+from click.testing import CliRunner, Result
 
 from courtly.archive.catalogue import CatalogueEntry
+from courtly.cli import main as cli_main
 from courtly.clock import SystemClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler
@@ -22,6 +27,9 @@ from courtly.fetch import MemoryFetcher
 from courtly.fetch.memory import Reply
 from courtly.frontier.config import QueueConfig
 from courtly.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import LiveWeb
 
 UA = "mybot/1.0 (+https://example.org/bot)"
 HTML = {"Content-Type": "text/html"}
@@ -129,3 +137,47 @@ async def test_a_max_time_stop_ends_within_the_stop_grace(tmp_path: Path) -> Non
     assert snapshot.robots_fetches >= 1 and snapshot.pages >= 1
     entries = await _catalogue(tmp_path / "S")
     assert "http://hang.test/" not in entries or entries["http://hang.test/"].status is None
+
+
+# -- the command line on the sandbox web ------------------------------------------------------
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner().invoke(cli_main, list(args))
+
+
+def test_a_blocked_target_says_so_and_exits_nothing_fetched(
+    small_web: LiveWeb, tmp_path: Path
+) -> None:
+    """Loopback with the address guard on: the run ends with 5 and names the flag."""
+    ip = small_web.server.world.layout.live_ips[0]
+    state = tmp_path / "S"
+    result = _cli(
+        "crawl", f"http://{ip}:{small_web.server.port}/", "--state", str(state),
+        "--user-agent", UA, "--max-time", "1.5", "--stop-grace", "0.2",
+        "--summary-json", str(tmp_path / "summary.json"),
+    )  # fmt: skip
+    assert result.exit_code == ExitCode.NOTHING_FETCHED, result.output
+    assert "--allow-private-networks" in result.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["exit_code"] == ExitCode.NOTHING_FETCHED and summary["pages"] == 0
+    assert summary["outcome"] == "nothing_fetched" and summary["config"]["seeds"]
+
+
+def test_quiet_prints_nothing_and_the_summary_json_matches_the_exit_code(
+    small_web: LiveWeb, tmp_path: Path
+) -> None:
+    server = small_web.server
+    out = tmp_path / "summary.json"
+    result = _cli(
+        "crawl", "--seeds-file", str(server.seeds_file), "--hosts-file", str(server.hosts_file),
+        "--allow-private-networks", "--state", str(tmp_path / "S"), "--user-agent", UA,
+        "--min-delay", "0.05", "--max-pages", "2", "--max-time", "60", "-q",
+        "--summary-json", str(out),
+    )  # fmt: skip
+    assert result.exit_code == ExitCode.LIMIT, result.output
+    assert result.output == ""  # -q: no progress, no summary
+    summary = json.loads(out.read_text())
+    assert (summary["exit_code"], summary["stop_reason"]) == (ExitCode.LIMIT, "max_pages")
+    assert summary["pages"] == 2 and summary["frontier"]["seen"] >= summary["pages"]
+    assert summary["stop_words"] == "stopped by --max-pages"
