@@ -45,7 +45,7 @@ STOP_REASONS: Final = {
     "max_pages": "stopped by --max-pages",
     "signal": "stopped by a signal (Ctrl-C or SIGTERM)",
     "aborted": "stopped at once by a second signal",
-    "nothing_fetchable": "ended: nothing left that can be fetched",
+    "nothing_fetchable": "nothing left that can be fetched",
     "error": "failed",
 }
 """``CrawlSnapshot.stop_reason`` in words."""

@@ -18,6 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from courtly.crawl import CrawlSnapshot
+from courtly.exit_codes import stop_reason_words
 
 __all__ = ["LogProgress", "RichProgress", "format_summary", "progress_for"]
 
@@ -48,7 +49,7 @@ def format_summary(snapshot: CrawlSnapshot, *, catalogue_kept: bool = True) -> s
         else "not kept (--store memory keeps nothing after exit; the WARC files remain)"
     )
     lines = [
-        f"crawl {snapshot.stop_reason or 'stopped'} after {snapshot.elapsed_s:.1f} s",
+        f"crawl ended after {snapshot.elapsed_s:.1f} s: {stop_reason_words(snapshot.stop_reason)}",
         *([f"  why               {detail}"] if detail else []),
         f"  pages fetched     {snapshot.pages} ({snapshot.pages_per_s:.1f}/s), "
         f"{snapshot.bytes_received / 1e6:.1f} MB received",

@@ -63,6 +63,7 @@ def test_every_stop_reason_has_words() -> None:
 
 
 def test_a_memory_crawl_does_not_suggest_an_export() -> None:
+    assert format_summary(SOME).startswith("crawl ended after 1.0 s: done: nothing left to fetch")
     assert "courtly export --state S" in format_summary(SOME)
     summary = format_summary(SOME, catalogue_kept=False)
     assert "courtly export" not in summary and "--store memory" in summary
