@@ -697,14 +697,11 @@ class Crawler:
             # head of its queue and the host waits out the back-off (Retry-After);
             # a host that keeps refusing is parked, then retired (bounding retries).
             self.stats.retries += 1
+            # Catalogued as not fetched (no status) but why; replaced once it is fetched.
             throttled = CatalogueEntry(
-                lease.url,
-                status=result.status,
-                fetched_at=result.ended_at,
-                depth=lease.depth,
-                fail_reason=fail_reason_for_status(result.status),
+                lease.url, depth=lease.depth, fail_reason=fail_reason_for_status(result.status)
             )
-            await self._store.record([throttled])  # replaced when the URL is fetched
+            await self._store.record([throttled])
             await self.frontier.release(lease, outcome)
             # Commit the back-off now: a crash in the commit window would otherwise
             # forget it, and the resumed crawl would ask again inside Retry-After.

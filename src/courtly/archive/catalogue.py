@@ -10,7 +10,8 @@ them (:data:`NOT_EXPORTED`).
 
 ``fail_reason`` says why a URL was not fetched, or not fetched well, in one
 stable word (:data:`FAIL_REASONS`): ``http_<status>`` for an error or throttling
-status (``http_429``, ``http_503``, ``http_404``...), the fetch error kind for a
+status (``http_429``, ``http_503``, ``http_404``...; a throttled URL not fetched since
+has no ``status``), the fetch error kind for a
 request that got no response (``connect``: refused or reset, ``timeout``,
 ``dns``, ``protocol``, ``too_long_url``), ``blocked`` for an address the guard
 refused, ``robots_unreachable`` for a host whose robots.txt could not be read.
