@@ -135,3 +135,47 @@ async def test_a_max_time_stop_ends_within_the_stop_grace(tmp_path: Path) -> Non
     assert snapshot.stop_reason == "max_time"
     assert fetcher.requests == ["http://hang.test/robots.txt"]  # in flight, then abandoned
     assert snapshot.robots_fetches == 0 and snapshot.in_flight == 0
+
+
+# -- the command line on the sandbox web ------------------------------------------------------
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner().invoke(cli_main, list(args))
+
+
+def test_a_blocked_target_says_so_and_exits_nothing_fetched(
+    small_web: LiveWeb, tmp_path: Path
+) -> None:
+    """Loopback with the address guard on: the run ends with 5 and names the flag."""
+    ip = small_web.server.world.layout.live_ips[0]
+    state = tmp_path / "S"
+    result = _cli(
+        "crawl", f"http://{ip}:{small_web.server.port}/", "--state", str(state),
+        "--user-agent", UA, "--max-time", "1.5", "--stop-grace", "0.2",
+        "--summary-json", str(tmp_path / "summary.json"),
+    )  # fmt: skip
+    assert result.exit_code == ExitCode.NOTHING_FETCHED, result.output
+    assert "--allow-private-networks" in result.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["exit_code"] == ExitCode.NOTHING_FETCHED and summary["pages"] == 0
+    assert summary["outcome"] == "nothing_fetched" and summary["config"]["seeds"]
+
+
+def test_quiet_prints_nothing_and_the_summary_json_matches_the_exit_code(
+    small_web: LiveWeb, tmp_path: Path
+) -> None:
+    server = small_web.server
+    out = tmp_path / "summary.json"
+    result = _cli(
+        "crawl", "--seeds-file", str(server.seeds_file), "--hosts-file", str(server.hosts_file),
+        "--allow-private-networks", "--state", str(tmp_path / "S"), "--user-agent", UA,
+        "--min-delay", "0.05", "--max-pages", "2", "--max-time", "60", "-q",
+        "--summary-json", str(out),
+    )  # fmt: skip
+    assert result.exit_code == ExitCode.LIMIT, result.output
+    assert result.output == ""  # -q: no progress, no summary
+    summary = json.loads(out.read_text())
+    assert (summary["exit_code"], summary["stop_reason"]) == (ExitCode.LIMIT, "max_pages")
+    assert summary["pages"] == 2 and summary["frontier"]["seen"] >= summary["pages"]
+    assert summary["stop_words"] == "stopped by --max-pages"
