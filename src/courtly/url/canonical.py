@@ -197,6 +197,7 @@ class UrlJoiner:
             return None
         needs_whatwg = "\\" in text
         absolute = False
+        schemed = False
         colon = text.find(":")
         if text[0] in _SEPARATORS and _slashes(text, 0) > 2:
             return None  # "///path": no authority (browsers would make "path" the host)
@@ -209,6 +210,7 @@ class UrlJoiner:
                     return None  # "http:///path": no authority
                 # "http:page" is relative to an http base for browsers; yarl reads it otherwise.
                 absolute = text.startswith("//", scheme.end())
+                schemed = True
                 needs_whatwg = needs_whatwg or not absolute
             elif "/" not in text[:colon]:
                 # A first path segment with a colon ("1a:b", "?x=a:b"): leave it to WHATWG
@@ -219,9 +221,10 @@ class UrlJoiner:
             return self._join_clean(text, needs_whatwg)
         # What the answer depends on: nothing but the href for "http://...", the origin for
         # "/path" and "//host" (its scheme), the directory for a relative path; "?q" and
-        # backslashes (WHATWG's special cases) also depend on the base's path: not cached.
+        # backslashes (WHATWG's special cases) also depend on the base's path, "#frag" on its
+        # path and query, "http:rel" on what WHATWG makes of it: not cached.
         first = text[0]
-        if "\\" in text or first == "?":
+        if "\\" in text or first in "?#" or (schemed and not absolute):
             return self._join_clean(text, needs_whatwg)
         if absolute:
             scope = ""
