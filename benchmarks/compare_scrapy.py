@@ -69,6 +69,7 @@ from courtly.sandbox import (
     SandboxSpec,
     SandboxTruth,
     SandboxWorld,
+    Scope,
     audit,
     load_log,
 )
@@ -104,7 +105,7 @@ class Scenario:
     timeout_s: float
     purpose: str
     seconds: float = 60.0
-    scope: str = "any"
+    scope: Scope = "any"
     tuned: tuple[str, ...] = ()
 
 
@@ -181,7 +182,7 @@ class CachedTruth(SandboxTruth):
         self,
         token: str,
         *,
-        scope: Any = "domain",
+        scope: Scope = "domain",
         seeds: Iterable[str] | None = None,
         follow_sitemaps: bool = False,
         max_redirects: int = 5,
@@ -395,7 +396,7 @@ def bare_command(web: Sandbox, urls_file: Path, seconds: float) -> list[str]:
 
 def known_pages(truth: SandboxTruth, scenario: Scenario, seeds: list[str]) -> list[str]:
     """The pages a polite crawler can reach from ``seeds``, in a seeded random order."""
-    expected = truth.expected_pages(TOKEN, scope=scenario.scope, seeds=seeds)  # type: ignore[arg-type]
+    expected = truth.expected_pages(TOKEN, scope=scenario.scope, seeds=seeds)
     urls = sorted(expected)
     random.Random(f"{scenario.spec.seed}|bare").shuffle(urls)
     return urls
@@ -461,7 +462,7 @@ def bound(
     requests/s and in pages/s (robots.txt excluded).
     """
     spec, world = truth.world.spec, truth.world
-    expected = truth.expected_pages(TOKEN, scope=scenario.scope, seeds=seeds)  # type: ignore[arg-type]
+    expected = truth.expected_pages(TOKEN, scope=scenario.scope, seeds=seeds)
     pages_on: Counter[str] = Counter(split_url(url)[0] for url in expected)
     per_ip: dict[str, list[tuple[float, float]]] = defaultdict(list)  # ip -> (requests, fetch_s)
     for profile in world.hosts:
@@ -591,7 +592,7 @@ def summarise(
         user_agent_token=TOKEN,
         only_user_agent=USER_AGENT,
         seeds=seeds,
-        scope=scenario.scope,  # type: ignore[arg-type]
+        scope=scenario.scope,
     )
     mine = [r for r in records if r.ua == USER_AGENT]
     pages = sum(1 for r in mine if not truth.is_robots_path(r.host, r.path))
@@ -678,7 +679,7 @@ def run_scenario(
         "seconds": seconds,
     }
     started = time.monotonic()
-    truth.expected_pages(TOKEN, scope=scenario.scope, seeds=truth.world.seeds())  # type: ignore[arg-type]
+    truth.expected_pages(TOKEN, scope=scenario.scope, seeds=truth.world.seeds())
     out["truth_s"] = round(time.monotonic() - started, 1)
     for crawler in crawlers:
         if crawler == "courtly_tuned" and not scenario.tuned:

@@ -331,19 +331,25 @@ class SandboxWorld:
         if not self.spec.duplicate_spellings or rng.random() >= 0.35:
             return target_path
         directory, _, name = target_path.rpartition("/")
-        choices = [
-            f"{target_path}#section-{rng.randint(1, 9)}",
-            f"http://{host.upper()}:{self.port}{target_path}",
-            f"{directory}/./{name}",
-            f"{directory}/x/../{name}",
-            f"{directory}/%{ord(name[0]):02X}{name[1:]}" if name else target_path,
-            self.url(host, target_path),
-        ]
-        if directory + "/" == from_dir:
-            choices.append(f"./{name}")
-        if self.port == 80:
-            choices.append(f"http://{host}:80{target_path}")
-        return rng.choice(choices)
+        section = rng.randint(1, 9)
+        relative = directory + "/" == from_dir
+        # Only the chosen spelling is built; the draws are those of a choice among all.
+        pick = rng.randrange(6 + relative + (self.port == 80))
+        if pick == 0:
+            return f"{target_path}#section-{section}"
+        if pick == 1:
+            return f"http://{host.upper()}:{self.port}{target_path}"
+        if pick == 2:
+            return f"{directory}/./{name}"
+        if pick == 3:
+            return f"{directory}/x/../{name}"
+        if pick == 4:
+            return f"{directory}/%{ord(name[0]):02X}{name[1:]}" if name else target_path
+        if pick == 5:
+            return self.url(host, target_path)
+        if pick == 6 and relative:
+            return f"./{name}"
+        return f"http://{host}:80{target_path}"
 
     def _other_hosts(self, profile: HostProfile) -> list[HostProfile]:
         return [h for h in self._site_hosts[profile.site] if h.name != profile.name]
@@ -367,15 +373,19 @@ class SandboxWorld:
     def _far_link(self, profile: HostProfile, rng: random.Random) -> Link:
         """A link to another host anywhere in the web: its front page or one of its pages."""
         hosts = self.layout.hosts
-        other = hosts[rng.randrange(len(hosts))]
+        other = hosts[int(rng.random() * len(hosts))]
         while other.name == profile.name and len(hosts) > 1:
-            other = hosts[rng.randrange(len(hosts))]
-        path = "/" if rng.random() < 0.5 else f"/p/{rng.randrange(self._pages(other))}.html"
-        return Link(self.url(other.name, path), self.url(other.name, path))
+            other = hosts[int(rng.random() * len(hosts))]
+        path = "/" if rng.random() < 0.5 else f"/p/{int(rng.random() * self._pages(other))}.html"
+        url = self.url(other.name, path)
+        return Link(url, url)
 
     def _same_host_link(self, profile: HostProfile, from_dir: str, rng: random.Random) -> Link:
         host = profile.name
-        target = f"/p/{rng.randrange(self._pages(profile))}.html"
+        if self.spec.links_max:
+            target = f"/p/{int(rng.random() * self._pages(profile))}.html"
+        else:  # the classic web keeps its draws
+            target = f"/p/{rng.randrange(self._pages(profile))}.html"
         return Link(self._spell(host, from_dir, target, rng), self.url(host, target))
 
     def _content_page(self, profile: HostProfile, index: int) -> Page:
