@@ -165,12 +165,38 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
 # -- ground truth, computed once per web -------------------------------------------------------
 
 
+#: The sandbox modules the ground truth depends on (not the server, its log or the audit).
+GENERATOR_MODULES = (
+    "html.py",
+    "layout.py",
+    "resources.py",
+    "robots_model.py",
+    "spec.py",
+    "truth.py",
+    "urls.py",
+    "world.py",
+)
+
+
+def _generator_fingerprint() -> str:
+    """A hash of the code that generates the web: a cached truth is stale once it changes."""
+    import courtly.sandbox
+
+    digest = hashlib.sha256()
+    for name in GENERATOR_MODULES:
+        digest.update((Path(courtly.sandbox.__file__).parent / name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+_GENERATOR = _generator_fingerprint()
+
+
 class CachedTruth(SandboxTruth):
     """:class:`SandboxTruth` whose ``expected_pages`` is computed once per web and argument set.
 
     The answer is kept in memory and on disk (``benchmarks/out/truth/``, keyed by
-    the spec without its port, the arguments and the seeds' hosts), as host and
-    path pairs so that a later run on another port reuses it.
+    the sandbox's source, the spec without its port, the arguments and the seeds'
+    hosts), as host and path pairs so that a later run on another port reuses it.
     """
 
     def __init__(self, world: SandboxWorld, cache_dir: Path = TRUTH_CACHE) -> None:
@@ -191,7 +217,9 @@ class CachedTruth(SandboxTruth):
         spec = json.loads(self.world.spec.to_json())
         spec.pop("port", None)
         seed_hosts = None if seed_list is None else sorted({split_url(u)[0] for u in seed_list})
-        key_text = json.dumps([spec, token, scope, seed_hosts, follow_sitemaps, max_redirects])
+        key_text = json.dumps(
+            [_GENERATOR, spec, token, scope, seed_hosts, follow_sitemaps, max_redirects]
+        )
         key = hashlib.sha256(key_text.encode()).hexdigest()[:24]
         if key in self._memo:
             return self._memo[key]

@@ -108,7 +108,7 @@ def host_sizes(spec: SandboxSpec, count: int) -> list[int]:
         return [min(spec.max_pages_per_host, max(1, round(scale * w))) for w in weights]
 
     low, high = 0.0, float(want)
-    for _ in range(60):
+    for _ in range(40):
         mid = (low + high) / 2
         if sum(sizes(mid)) <= want:
             low = mid

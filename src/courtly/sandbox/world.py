@@ -408,7 +408,11 @@ class SandboxWorld:
             links.extend(self._cross_links(profile, rng))
         if spec.nofollow and rng.random() < 0.2:
             target = f"/nf/{rng.randrange(_LEAF_COUNT)}.html"
-            links.append(Link(target, self.url(host, target), nofollow=True))
+            nofollow = Link(target, self.url(host, target), nofollow=True)
+            if spec.links_max:  # in place of the last link: 10-30 links in all
+                links[-1] = nofollow
+            else:
+                links.append(nofollow)
         return Page(title=f"{host}{path}", links=tuple(links), size_bytes=self._size(rng))
 
     def _leaf_page(self, profile: HostProfile, path: str) -> Page:
