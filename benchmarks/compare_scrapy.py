@@ -99,11 +99,11 @@ class Scenario:
 
     name: str
     spec: SandboxSpec
-    min_delay_s: float
-    per_ip: int
-    concurrency: int
-    timeout_s: float
     purpose: str
+    min_delay_s: float = 0.25
+    per_ip: int = COURTLY_PER_IP
+    concurrency: int = 256
+    timeout_s: float = 10.0
     seconds: float = 60.0
     scope: Scope = "any"
     tuned: tuple[str, ...] = ()
@@ -119,10 +119,6 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
         "wide": Scenario(
             "wide",
             SandboxSpec.wide(wide_hosts),
-            min_delay_s=0.25,
-            per_ip=COURTLY_PER_IP,
-            concurrency=256,
-            timeout_s=10.0,
             purpose="a web shaped like the real one: 8,000 hosts, Zipf sizes, the failure mix",
             seconds=long_s,
             tuned=("--concurrency", "128", "--back-queues", "4000"),
@@ -131,10 +127,6 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
             "broad",
             # 40 pages a host: the 0.25 s delay cannot drain a host within the budget.
             dataclasses.replace(SandboxSpec.broad(broad_hosts), pages_per_host=40),
-            min_delay_s=0.25,
-            per_ip=COURTLY_PER_IP,
-            concurrency=256,
-            timeout_s=10.0,
             purpose="2,000 hosts, eight to an address, the failure mix",
             seconds=long_s,
         ),
@@ -143,19 +135,14 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
             # More pages per host than a 1 s delay can drain within the budget.
             dataclasses.replace(SandboxSpec.politeness(polite_hosts), pages_per_host=60),
             min_delay_s=1.0,
-            per_ip=COURTLY_PER_IP,
             concurrency=128,
-            timeout_s=10.0,
             purpose="politeness-bound: 1 s delay, crawl delays, 429/503 windows, slow hosts",
             seconds=short_s,
         ),
         "hostile": Scenario(
             "hostile",
             SandboxSpec.hostile(),
-            min_delay_s=0.25,
-            per_ip=COURTLY_PER_IP,
             concurrency=16,
-            timeout_s=10.0,
             purpose="every adversarial feature of the sandbox",
             seconds=short_s,
         ),
@@ -165,13 +152,13 @@ def scenarios(quick: bool) -> dict[str, Scenario]:
 # -- ground truth, computed once per web -------------------------------------------------------
 
 
-#: The sandbox modules the ground truth depends on (not the server, its log or the audit).
+#: The sandbox modules the ground truth depends on besides the spec's values (not the
+#: server, its log or the audit).
 GENERATOR_MODULES = (
     "html.py",
     "layout.py",
     "resources.py",
     "robots_model.py",
-    "spec.py",
     "truth.py",
     "urls.py",
     "world.py",

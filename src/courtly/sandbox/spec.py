@@ -198,13 +198,10 @@ class SandboxSpec:
     @classmethod
     def broad(cls, n_hosts: int = 2000, *, seed: int = 1) -> SandboxSpec:
         """Throughput benchmark: many hosts, eight to an address, with the failure mix."""
-        hosts_per_site = 4
-        n_sites = max(1, -(-n_hosts // hosts_per_site))
-        total = n_sites * hosts_per_site
+        grid, total = _grid(n_hosts)
         return cls(
             seed=seed,
-            n_sites=n_sites,
-            hosts_per_site=hosts_per_site,
+            **grid,
             pages_per_host=20,
             ips=max(2, total // 8),
             trap_hosts=max(1, n_hosts // 200),
@@ -225,13 +222,10 @@ class SandboxSpec:
         anywhere; pages of about 10 KB; the failure mix (:func:`_failure_mix`).
         No links leave the sandbox, so ``scope = "any"`` stays on loopback.
         """
-        hosts_per_site = 4
-        n_sites = max(1, -(-n_hosts // hosts_per_site))
-        total = n_sites * hosts_per_site
+        grid, total = _grid(n_hosts)
         return cls(
             seed=seed,
-            n_sites=n_sites,
-            hosts_per_site=hosts_per_site,
+            **grid,
             pages_per_host=40,
             zipf_s=1.0,
             max_pages_per_host=5_000,
@@ -256,9 +250,7 @@ class SandboxSpec:
         The failure mix's robots.txt answers, with Crawl-delay on a third of the
         hosts (1-2 s), a tenth slow (50-300 ms) and a tenth overloaded in windows.
         """
-        hosts_per_site = 4
-        n_sites = max(1, -(-n_hosts // hosts_per_site))
-        total = n_sites * hosts_per_site
+        grid, total = _grid(n_hosts)
         mix = _failure_mix(total) | {
             "robots_variants": (
                 *("rules", "crawl_delay", "missing", "rules", "crawl_delay", "wildcard") * 4,
@@ -270,8 +262,7 @@ class SandboxSpec:
         }
         return cls(
             seed=seed,
-            n_sites=n_sites,
-            hosts_per_site=hosts_per_site,
+            **grid,
             pages_per_host=15,
             ips=max(2, total // 10),
             trap_hosts=max(1, total // 50),
@@ -366,3 +357,9 @@ def _failure_mix(total: int) -> dict[str, Any]:
         "dead_hosts": 2,
         "hang_s": 120.0,
     }
+
+
+def _grid(n_hosts: int, hosts_per_site: int = 4) -> tuple[dict[str, int], int]:
+    """``n_sites`` and ``hosts_per_site`` for at least ``n_hosts`` hosts, and their total."""
+    n_sites = max(1, -(-n_hosts // hosts_per_site))
+    return {"n_sites": n_sites, "hosts_per_site": hosts_per_site}, n_sites * hosts_per_site
