@@ -359,7 +359,7 @@ def _failure_mix(total: int) -> dict[str, Any]:
     }
 
 
-def _grid(n_hosts: int, hosts_per_site: int = 4) -> tuple[dict[str, int], int]:
+def _grid(n_hosts: int, hosts_per_site: int = 4) -> tuple[dict[str, Any], int]:
     """``n_sites`` and ``hosts_per_site`` for at least ``n_hosts`` hosts, and their total."""
     n_sites = max(1, -(-n_hosts // hosts_per_site))
     return {"n_sites": n_sites, "hosts_per_site": hosts_per_site}, n_sites * hosts_per_site
