@@ -287,8 +287,6 @@ class SandboxSpec:
                 "token_blocked",
                 "crawl_delay",
                 "rules",
-                "empty",
-                "redirect_chain",
             ),
             slow_hosts=3,
             slow_s=0.5,
