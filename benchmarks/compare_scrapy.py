@@ -859,6 +859,7 @@ def machine() -> dict[str, Any]:
         "python": platform.python_version(),
         "platform": platform.platform(),
         "processor": platform.processor() or platform.machine(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
 
 

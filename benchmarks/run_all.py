@@ -180,6 +180,19 @@ def flags_lines(result: dict[str, Any]) -> list[str]:
         for name, scen in scenarios.items()
         if scen.get("ceiling_pages_per_s")
     ]
+    ratios = [
+        f"{name} {scen['courtly']['cpu_ms_per_page'] / scen['ceiling_cpu_ms_per_page']:.1f}×"
+        for name, scen in scenarios.items()
+        if scen.get("ceiling_cpu_ms_per_page")
+        and (scen.get("courtly") or {}).get("cpu_ms_per_page")
+    ]
+    if ratios:
+        ceilings.append("courtly's CPU per page against the bare loop's: " + ", ".join(ratios))
+    load = result.get("machine", {}).get("load_average")
+    if load:
+        ceilings.append(
+            f"load average at the start {load[0]:.1f} on {result['machine']['cpus']} CPUs"
+        )
     if ceilings:
         lines.append(
             "The machine's ceiling in this run (the bare fetch loop: aiohttp + uvloop, two "
