@@ -1,7 +1,8 @@
-"""The results plot: courtly against Scrapy per scenario, from ``benchmarks/out/results.json``.
+"""The results plot: courtly, Scrapy and the bare loop per scenario, from ``results.json``.
 
-Three panels: pages/s (log scale, with the scenario's politeness bound), CPU
-seconds per 1000 pages, and politeness violations found in the sandbox's log.
+Three panels: pages/s (log scale, with the scenario's politeness bound; the bare
+fetch loop is the machine's ceiling), CPU milliseconds per page, and politeness
+violations found in the sandbox's log (the bare loop is impolite by design).
 
     python benchmarks/plot.py [benchmarks/out/results.json] [-o benchmarks/results.png]
 """
@@ -14,7 +15,13 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-COLOURS = {"courtly": "#2a6f97", "scrapy": "#c8553d"}
+COLOURS = {
+    "bare": "#9a9a9a",
+    "courtly": "#2a6f97",
+    "courtly_tuned": "#61a5c2",
+    "scrapy": "#c8553d",
+}
+LABELS = {"bare": "bare loop (ceiling)", "courtly_tuned": "courtly tuned"}
 
 
 def comparison_of(results: dict[str, Any]) -> dict[str, Any]:
@@ -40,20 +47,25 @@ def plot(results: dict[str, Any], out: Path) -> Path | None:
     fig, axes = plt.subplots(1, 3, figsize=(13, 4.2))
     panels = (
         ("pages_per_s", "pages/s (log)", True),
-        ("cpu_s_per_1000_pages", "CPU seconds per 1000 pages", False),
+        ("cpu_ms_per_page", "CPU ms per page", False),
         ("violations", "politeness violations", False),
     )
-    width = 0.38
+    crawlers = [c for c in COLOURS if any(c in scenarios[n] for n in names)]
+    width = 0.84 / len(crawlers)
     for ax, (key, title, log) in zip(axes, panels, strict=True):
-        for offset, crawler in ((-width / 2, "courtly"), (width / 2, "scrapy")):
+        for k, crawler in enumerate(crawlers):
+            offset = (k - (len(crawlers) - 1) / 2) * width
             xs, ys = [], []
             for i, name in enumerate(names):
+                if key == "violations" and crawler == "bare":
+                    continue  # impolite by design
                 value = scenarios[name].get(crawler, {}).get(key)
                 if value is not None:
                     xs.append(i + offset)
                     ys.append(float(value))
-            bars = ax.bar(xs, ys, width, label=crawler, color=COLOURS[crawler])
-            ax.bar_label(bars, labels=[_short(y) for y in ys], fontsize=8, padding=2)
+            label = LABELS.get(crawler, crawler)
+            bars = ax.bar(xs, ys, width, label=label, color=COLOURS[crawler])
+            ax.bar_label(bars, labels=[_short(y) for y in ys], fontsize=7, padding=2)
         if key == "pages_per_s":
             for i, name in enumerate(names):
                 limit = scenarios[name].get("bound_pages_per_s") if name != "hostile" else None
@@ -68,8 +80,8 @@ def plot(results: dict[str, Any], out: Path) -> Path | None:
     axes[0].legend(fontsize=8, loc="lower left")
     machine = comparison.get("machine", {})
     fig.suptitle(
-        f"courtly vs Scrapy on the sandbox web, {comparison.get('seconds', '?')} s per run, "
-        f"{machine.get('cpus', '?')} CPUs"
+        f"courtly (defaults) vs Scrapy and the bare fetch loop on the sandbox webs, "
+        f"{machine.get('cpus', '?')} CPUs, commit {comparison.get('commit', '?')}"
     )
     fig.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -73,17 +73,19 @@ class HostsFileResolver:
 class BroadSpider(Spider):  # type: ignore[misc]
     """Start from the seeds; follow every link that is not ``rel=nofollow``.
 
-    ``allowed_domains`` are the seeds' registered domains (last two labels), as
-    courtly's default ``domain`` scope; Scrapy's offsite filter applies them.
+    With ``scope="domain"``, ``allowed_domains`` are the seeds' registered domains
+    (last two labels), as courtly's ``domain`` scope; Scrapy's offsite filter
+    applies them. With ``scope="any"`` there is no offsite filter.
     """
 
     name = "courtly-bench"
 
-    def __init__(self, seeds: list[str], **kwargs: Any) -> None:
+    def __init__(self, seeds: list[str], scope: str = "domain", **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.seeds = seeds
         hosts = {url.split("/")[2].split(":")[0].lower() for url in seeds}
-        self.allowed_domains = sorted({".".join(h.split(".")[-2:]) for h in hosts})
+        if scope == "domain":
+            self.allowed_domains = sorted({".".join(h.split(".")[-2:]) for h in hosts})
         # Not LinkExtractor(allow_domains=...): it compares the netloc, port included, and
         # the sandbox listens on a port; the offsite filter compares host names.
         self.links = LinkExtractor()
@@ -144,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, required=True, help="CLOSESPIDER_TIMEOUT")
     parser.add_argument("--timeout", type=float, default=15.0, help="DOWNLOAD_TIMEOUT")
     parser.add_argument("--stats-out", type=Path, help="write Scrapy's stats here as JSON")
+    parser.add_argument("--scope", choices=("domain", "any"), default="domain")
     args = parser.parse_args(argv)
     seeds = [
         line.strip()
@@ -159,7 +162,7 @@ def main(argv: list[str] | None = None) -> int:
         stats["finish_reason"] = reason
 
     crawler.signals.connect(closed, signal=signals.spider_closed)
-    process.crawl(crawler, seeds=seeds)
+    process.crawl(crawler, seeds=seeds, scope=args.scope)
     process.start()
     if args.stats_out is not None:
         args.stats_out.write_text(json.dumps(stats, indent=2, sort_keys=True), encoding="utf-8")

@@ -32,7 +32,7 @@ from courtly.sandbox.world import SandboxWorld
 
 __all__ = ["sandbox"]
 
-_PRESETS = ("small", "demo", "broad", "politeness", "hostile")
+_PRESETS = ("small", "demo", "broad", "wide", "politeness", "hostile")
 
 
 @click.group()
@@ -43,6 +43,8 @@ def sandbox() -> None:
 def _spec(preset: str, seed: int, n_hosts: int | None, port: int) -> SandboxSpec:
     if preset == "broad" and n_hosts is not None:
         spec = SandboxSpec.broad(n_hosts, seed=seed)
+    elif preset == "wide" and n_hosts is not None:
+        spec = SandboxSpec.wide(n_hosts, seed=seed)
     elif preset == "politeness" and n_hosts is not None:
         spec = SandboxSpec.politeness(n_hosts, seed=seed)
     else:

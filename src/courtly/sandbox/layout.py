@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 from courtly.sandbox.spec import SandboxSpec
 
-__all__ = ["BLOCKING_VARIANTS", "HostProfile", "Layout", "build_layout", "loopback_addresses"]
+__all__ = [
+    "BLOCKING_VARIANTS",
+    "HostProfile",
+    "Layout",
+    "build_layout",
+    "host_sizes",
+    "loopback_addresses",
+]
 
 #: Robots variants under which the robots token may fetch nothing but robots.txt.
 BLOCKING_VARIANTS = frozenset({"server_error", "hang", "token_blocked"})
@@ -25,8 +32,13 @@ _WORDS = ("www", "shop", "blog", "docs", "news", "api", "wiki", "forum", "media"
 class HostProfile:
     """One host name and its behaviour.
 
-    ``robots_variant`` is one of :data:`courtly.sandbox.spec.ROBOTS_VARIANTS`
-    (empty for a dead host, which nothing answers).
+    ``robots_variant`` is one of :data:`courtly.sandbox.spec.ALL_ROBOTS_VARIANTS`
+    (empty for a dead host, which nothing answers). ``pages`` is the number of
+    content pages (``/p/0.html`` ...); ``latency_s`` how long a slow host takes
+    to answer (0 when it is not slow); ``crawl_delay_s`` the Crawl-delay a
+    ``crawl_delay`` host asks of the robots token (0 elsewhere);
+    ``overload_status`` the status of a flaky host's overload answers (0: it
+    alternates 429 and 503 by window); ``seeded`` whether its front page is a seed.
     """
 
     name: str
@@ -40,6 +52,11 @@ class HostProfile:
     flaky: bool = False
     trap: bool = False
     hostile: bool = False
+    pages: int = 0
+    latency_s: float = 0.0
+    crawl_delay_s: float = 0.0
+    overload_status: int = 0
+    seeded: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +92,31 @@ def _host_name(site_index: int, index_in_site: int) -> str:
     return f"{label}.site{site_index}.test"
 
 
+def host_sizes(spec: SandboxSpec, count: int) -> list[int]:
+    """Content pages per size rank 1..``count``: ``pages_per_host`` each, or Zipf.
+
+    With ``zipf_s > 0`` rank ``r`` gets ``round(C / r ** zipf_s)`` pages, clipped to
+    ``[1, max_pages_per_host]``, with ``C`` the largest scale whose total stays
+    within ``count x pages_per_host`` (bisection; pure).
+    """
+    if spec.zipf_s <= 0 or count <= 0:
+        return [min(spec.pages_per_host, spec.max_pages_per_host)] * count
+    weights = [r**-spec.zipf_s for r in range(1, count + 1)]
+    want = count * spec.pages_per_host
+
+    def sizes(scale: float) -> list[int]:
+        return [min(spec.max_pages_per_host, max(1, round(scale * w))) for w in weights]
+
+    low, high = 0.0, float(want)
+    for _ in range(40):
+        mid = (low + high) / 2
+        if sum(sizes(mid)) <= want:
+            low = mid
+        else:
+            high = mid
+    return sizes(low)
+
+
 def build_layout(spec: SandboxSpec) -> Layout:
     """Deal names, addresses, robots variants and behaviours to hosts (pure, seeded)."""
     names = [
@@ -101,6 +143,32 @@ def build_layout(spec: SandboxSpec) -> Layout:
     slow = pick(spec.flaky_hosts, spec.slow_hosts)
     trap = pick(spec.flaky_hosts + spec.slow_hosts, spec.trap_hosts)
     hostile = pick(spec.flaky_hosts + spec.slow_hosts + spec.trap_hosts, spec.hostile_hosts)
+    flaky_order = sorted(flaky, key=open_hosts.index)
+    status_of = {idx: 429 if k % 2 == 0 else 503 for k, idx in enumerate(flaky_order)}
+
+    # Sizes by a seeded rank, seeds by a seeded draw, per-host spreads by seeded draws:
+    # each from its own stream, so that adding a knob leaves the others' deal alone.
+    sizes = host_sizes(spec, n_live)
+    size_rank = list(range(n_live))
+    random.Random(f"{spec.seed}|sizes").shuffle(size_rank)
+    pages = {idx: sizes[rank] for rank, idx in enumerate(size_rank)}
+    seed_rng = random.Random(f"{spec.seed}|seeds")
+    seeded = {idx for idx in range(n_live) if seed_rng.random() < spec.seeded_share}
+    spread = random.Random(f"{spec.seed}|spread")
+
+    def latency(idx: int) -> float:
+        if idx not in slow:
+            return 0.0
+        if spec.slow_max_s > spec.slow_s:
+            return round(spread.uniform(spec.slow_s, spec.slow_max_s), 3)
+        return spec.slow_s
+
+    def crawl_delay(idx: int) -> float:
+        if variant[idx] != "crawl_delay":
+            return 0.0
+        if spec.crawl_delay_max_s > spec.crawl_delay_s:
+            return round(spread.uniform(spec.crawl_delay_s, spec.crawl_delay_max_s), 1)
+        return spec.crawl_delay_s
 
     hosts: list[HostProfile] = []
     for idx, (s, j, name) in enumerate(names):
@@ -121,6 +189,11 @@ def build_layout(spec: SandboxSpec) -> Layout:
                 flaky=idx in flaky,
                 trap=idx in trap,
                 hostile=idx in hostile,
+                pages=pages[idx],
+                latency_s=latency(idx),
+                crawl_delay_s=crawl_delay(idx),
+                overload_status=status_of.get(idx, 0) if spec.flaky_fixed_status else 0,
+                seeded=idx in seeded,
             )
         )
     return Layout(hosts=tuple(hosts), live_ips=live_ips, dead_ips=dead_ips)

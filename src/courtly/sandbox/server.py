@@ -524,14 +524,12 @@ class SandboxServer:
         ):
             count = self._host_counts.get(request.host, 0) + 1
             self._host_counts[request.host] = count
-            if count % self.spec.flaky_every == 0:
-                status = 429 if (count // self.spec.flaky_every) % 2 else 503
-                retry_after_s = float(self.spec.retry_after_s)
+            overload = world.overload(profile, count)
+            if overload is not None:
+                status, retry_after = overload
+                retry_after_s = float(retry_after)
                 prepared = _prepare(
-                    status,
-                    "text/plain",
-                    b"slow down\n",
-                    [("Retry-After", str(self.spec.retry_after_s))],
+                    status, "text/plain", b"slow down\n", [("Retry-After", str(retry_after))]
                 )
         if prepared is None:
             resource = self._resource(request)
@@ -539,7 +537,7 @@ class SandboxServer:
                 self._spawn(self._serve_special(conn, request, resource))
                 return
             prepared = self._prepared(request, resource)
-        if profile is not None and profile.slow and self.spec.slow_s > 0:
+        if world.latency_s(profile) > 0:
             self._spawn(self._serve_later(conn, request, prepared, retry_after_s))
             return
         self._complete(conn, request, prepared, retry_after_s)
@@ -593,7 +591,8 @@ class SandboxServer:
         prepared: _Prepared,
         retry_after_s: float | None,
     ) -> None:
-        if await conn.linger(self.spec.slow_s) and not self._stopping:
+        latency_s = self.world.latency_s(self.world.profile(request.host))
+        if await conn.linger(latency_s) and not self._stopping:
             self._complete(conn, request, prepared, retry_after_s)
         else:
             self._log_request(conn, request, 0, 0)
@@ -602,9 +601,8 @@ class SandboxServer:
     async def _serve_special(
         self, conn: _Connection, request: _Request, resource: Resource
     ) -> None:
-        profile = self.world.profile(request.host)
-        slow = profile is not None and profile.slow and self.spec.slow_s > 0
-        if slow and not await conn.linger(self.spec.slow_s):
+        latency_s = self.world.latency_s(self.world.profile(request.host))
+        if latency_s > 0 and not await conn.linger(latency_s):
             self._log_request(conn, request, 0, 0)
             conn.finish(close=True)
             return

@@ -68,6 +68,9 @@ class SandboxTruth:
     def is_trap(self, url: str) -> bool:
         """Whether ``url`` lies in an infinite space (calendar, deep path, session ids)."""
         host, _, path = split_url(url)
+        profile = self.world.profile(host)
+        if profile is None or not profile.trap:  # trap pages live on trap hosts only
+            return False
         resource = self.world.resolve(host, path)
         return isinstance(resource, Page) and resource.trap
 

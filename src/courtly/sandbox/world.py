@@ -43,7 +43,12 @@ _SITEMAP_ONLY = 3
 _CHAIN_HOPS = 3
 _LONG_HOPS = 8
 _TEXT = "text/html; charset=utf-8"
-_SITEMAP_VARIANTS = frozenset({"rules", "crawl_delay", "wildcard", "redirect", "token_open"})
+_SITEMAP_VARIANTS = frozenset(
+    {"rules", "crawl_delay", "wildcard", "redirect", "redirect_chain", "token_open"}
+)
+_ROBOTS_MOVED = "/robots-moved.txt"
+_ROBOTS_FINAL = "/robots-final.txt"
+_NO_RULES = frozenset({"missing", "server_error", "hang"})
 
 
 class SandboxWorld:
@@ -86,9 +91,37 @@ class SandboxWorld:
         return {h.name: h.ip for h in self.layout.hosts}
 
     def seeds(self, *, per_site: bool = False) -> tuple[str, ...]:
-        """Front pages: of every host (dead ones too), or of the first host of each site."""
-        hosts = [h for h in self.layout.hosts if not per_site or h.index_in_site == 0]
-        return tuple(self.url(h.name) for h in hosts)
+        """Front pages: of every seeded host (dead ones too), or of the first host of each site.
+
+        Every host is seeded unless ``spec.seeded_share`` is below 1.
+        """
+        if per_site:
+            return tuple(self.url(h.name) for h in self.layout.hosts if h.index_in_site == 0)
+        return tuple(self.url(h.name) for h in self.layout.hosts if h.seeded)
+
+    # -- behaviour the server applies ------------------------------------------------
+
+    def overload(self, profile: HostProfile, count: int) -> tuple[int, int] | None:
+        """The overload answer to ``profile``'s ``count``-th non-robots request (from 1).
+
+        ``(status, Retry-After seconds)`` inside a window (the last
+        ``spec.flaky_window`` of every ``spec.flaky_every`` requests of a flaky
+        host), else ``None``. The status is the host's ``overload_status``, or
+        429 and 503 by turns, window by window.
+        """
+        spec = self.spec
+        if not profile.flaky or count < 1:
+            return None
+        position = (count - 1) % spec.flaky_every + 1
+        if position <= spec.flaky_every - spec.flaky_window:
+            return None
+        status = profile.overload_status or (429 if (count // spec.flaky_every) % 2 else 503)
+        return status, spec.retry_after_s
+
+    @staticmethod
+    def latency_s(profile: HostProfile | None) -> float:
+        """Seconds ``profile``'s host waits before every answer (0.0: at once)."""
+        return profile.latency_s if profile is not None and profile.slow else 0.0
 
     # -- robots --------------------------------------------------------------------
 
@@ -97,18 +130,22 @@ class SandboxWorld:
         return self._robots.get(host)
 
     def robots_paths(self, host: str) -> frozenset[str]:
-        """Paths fetched as part of reading robots.txt (the file and its redirect target)."""
+        """Paths fetched as part of reading robots.txt (the file and its redirect targets)."""
         profile = self._hosts.get(host)
         if profile is not None and profile.robots_variant == "redirect":
-            return frozenset({"/robots.txt", "/robots-moved.txt"})
+            return frozenset({"/robots.txt", _ROBOTS_MOVED})
+        if profile is not None and profile.robots_variant == "redirect_chain":
+            return frozenset({"/robots.txt", _ROBOTS_MOVED, _ROBOTS_FINAL})
         return frozenset({"/robots.txt"})
 
     def _build_robots(self, profile: HostProfile) -> RobotsModel | None:
         variant = profile.robots_variant
-        if variant in ("missing", "server_error", "hang"):
+        if variant in _NO_RULES:
             return None
+        if variant == "empty":
+            return RobotsModel()
         token = self.spec.robots_token
-        delay = self.spec.crawl_delay_s if variant == "crawl_delay" else None
+        delay = profile.crawl_delay_s if variant == "crawl_delay" else None
         star = RobotsGroup(
             ("*",),
             (
@@ -161,7 +198,8 @@ class SandboxWorld:
         """Page URLs listed by the sitemaps ``host`` advertises (empty if none)."""
         if not self.sitemap_urls(host):
             return ()
-        pages = [self.url(host, f"/p/{i}.html") for i in range(self.spec.pages_per_host)]
+        profile = self._hosts[host]
+        pages = [self.url(host, f"/p/{i}.html") for i in range(self._pages(profile))]
         pages.extend(self.url(host, f"/sm/{i}.html") for i in range(_SITEMAP_ONLY))
         pages.append(self.url(host, "/"))
         return tuple(pages)
@@ -187,14 +225,14 @@ class SandboxWorld:
         spec = self.spec
         if path == "/robots.txt":
             return self._robots_resource(profile)
-        if path == "/robots-moved.txt" and profile.robots_variant == "redirect":
-            model = self._robots[host]
-            assert model is not None
-            return Document(200, "text/plain; charset=utf-8", model.render().encode())
+        if path in (_ROBOTS_MOVED, _ROBOTS_FINAL):
+            moved = self._moved_robots(profile, path)
+            if moved is not None:
+                return moved
         if path == "/":
             return self._front_page(profile)
         match = _CONTENT.match(path)
-        if match and int(match.group(1)) < spec.pages_per_host:
+        if match and int(match.group(1)) < self._pages(profile):
             return self._content_page(profile, int(match.group(1)))
         match = _LEAF.match(path)
         if match and int(match.group(2)) < (
@@ -246,22 +284,40 @@ class SandboxWorld:
         """The HTML bytes of ``page``."""
         return render_page(page, self.filler)
 
+    def _moved_robots(self, profile: HostProfile, path: str) -> Resource | None:
+        """The hops of a redirected robots.txt: 200 (redirect), or 302 then 200 (chain)."""
+        variant = profile.robots_variant
+        if variant == "redirect_chain" and path == _ROBOTS_MOVED:
+            return Redirect(302, _ROBOTS_FINAL, self.url(profile.name, _ROBOTS_FINAL))
+        final = _ROBOTS_MOVED if variant == "redirect" else _ROBOTS_FINAL
+        if variant not in ("redirect", "redirect_chain") or path != final:
+            return None
+        model = self._robots[profile.name]
+        assert model is not None
+        return Document(200, "text/plain; charset=utf-8", model.render().encode())
+
     def _robots_resource(self, profile: HostProfile) -> Resource:
         variant = profile.robots_variant
         if variant == "missing":
             return _not_found()
+        if variant == "empty":
+            return Document(200, "text/plain; charset=utf-8", b"")
         if variant == "server_error":
             status = 500 if profile.index_in_site % 2 == 0 else 503
             return Document(status, "text/plain; charset=utf-8", b"robots.txt is unwell\n")
         if variant == "hang":
             return Hang(self.spec.hang_s)
-        if variant == "redirect":
-            return Redirect(301, "/robots-moved.txt", self.url(profile.name, "/robots-moved.txt"))
+        if variant in ("redirect", "redirect_chain"):
+            return Redirect(301, _ROBOTS_MOVED, self.url(profile.name, _ROBOTS_MOVED))
         model = self._robots[profile.name]
         assert model is not None
         return Document(200, "text/plain; charset=utf-8", model.render().encode())
 
     # -- pages ---------------------------------------------------------------------
+
+    def _pages(self, profile: HostProfile) -> int:
+        """Content pages of ``profile`` (a dead host counts ``pages_per_host``, for links)."""
+        return profile.pages or self.spec.pages_per_host
 
     def _rng(self, host: str, path: str) -> random.Random:
         return random.Random(f"{self.spec.seed}|{host}|{path}")
@@ -275,19 +331,25 @@ class SandboxWorld:
         if not self.spec.duplicate_spellings or rng.random() >= 0.35:
             return target_path
         directory, _, name = target_path.rpartition("/")
-        choices = [
-            f"{target_path}#section-{rng.randint(1, 9)}",
-            f"http://{host.upper()}:{self.port}{target_path}",
-            f"{directory}/./{name}",
-            f"{directory}/x/../{name}",
-            f"{directory}/%{ord(name[0]):02X}{name[1:]}" if name else target_path,
-            self.url(host, target_path),
-        ]
-        if directory + "/" == from_dir:
-            choices.append(f"./{name}")
-        if self.port == 80:
-            choices.append(f"http://{host}:80{target_path}")
-        return rng.choice(choices)
+        section = rng.randint(1, 9)
+        relative = directory + "/" == from_dir
+        # Only the chosen spelling is built; the draws are those of a choice among all.
+        pick = rng.randrange(6 + relative + (self.port == 80))
+        if pick == 0:
+            return f"{target_path}#section-{section}"
+        if pick == 1:
+            return f"http://{host.upper()}:{self.port}{target_path}"
+        if pick == 2:
+            return f"{directory}/./{name}"
+        if pick == 3:
+            return f"{directory}/x/../{name}"
+        if pick == 4:
+            return f"{directory}/%{ord(name[0]):02X}{name[1:]}" if name else target_path
+        if pick == 5:
+            return self.url(host, target_path)
+        if pick == 6 and relative:
+            return f"./{name}"
+        return f"http://{host}:80{target_path}"
 
     def _other_hosts(self, profile: HostProfile) -> list[HostProfile]:
         return [h for h in self._site_hosts[profile.site] if h.name != profile.name]
@@ -297,7 +359,7 @@ class SandboxWorld:
         others = self._other_hosts(profile)
         if others and rng.random() < 0.5:
             other = rng.choice(others)
-            path = f"/p/{rng.randrange(self.spec.pages_per_host)}.html"
+            path = f"/p/{rng.randrange(self._pages(other))}.html"
             links.append(Link(self.url(other.name, path), self.url(other.name, path)))
         if self.spec.cross_site_links and len(self._sites) > 1 and rng.random() < 0.3:
             site = rng.choice([s for s in self._sites if s != profile.site])
@@ -308,27 +370,55 @@ class SandboxWorld:
             links.append(Link(href, None, text="elsewhere"))
         return links
 
+    def _far_link(self, profile: HostProfile, rng: random.Random) -> Link:
+        """A link to another host anywhere in the web: its front page or one of its pages."""
+        hosts = self.layout.hosts
+        other = hosts[int(rng.random() * len(hosts))]
+        while other.name == profile.name and len(hosts) > 1:
+            other = hosts[int(rng.random() * len(hosts))]
+        path = "/" if rng.random() < 0.5 else f"/p/{int(rng.random() * self._pages(other))}.html"
+        url = self.url(other.name, path)
+        return Link(url, url)
+
+    def _same_host_link(self, profile: HostProfile, from_dir: str, rng: random.Random) -> Link:
+        host = profile.name
+        if self.spec.links_max:
+            target = f"/p/{int(rng.random() * self._pages(profile))}.html"
+        else:  # the classic web keeps its draws
+            target = f"/p/{rng.randrange(self._pages(profile))}.html"
+        return Link(self._spell(host, from_dir, target, rng), self.url(host, target))
+
     def _content_page(self, profile: HostProfile, index: int) -> Page:
         host, spec = profile.name, self.spec
         path = f"/p/{index}.html"
         rng = self._rng(host, path)
         links = [Link("/", self.url(host, "/"), text="home")]
-        if index + 1 < spec.pages_per_host:
+        if index + 1 < self._pages(profile):
             nxt = f"/p/{index + 1}.html"
             links.append(Link(self._spell(host, "/p/", nxt, rng), self.url(host, nxt), text="next"))
-        for _ in range(rng.randint(3, 7)):
-            target = f"/p/{rng.randrange(spec.pages_per_host)}.html"
-            links.append(Link(self._spell(host, "/p/", target, rng), self.url(host, target)))
-        links.extend(self._cross_links(profile, rng))
+        if spec.links_max:
+            for _ in range(rng.randint(spec.links_min, spec.links_max) - len(links)):
+                if rng.random() < spec.cross_host_share:
+                    links.append(self._far_link(profile, rng))
+                else:
+                    links.append(self._same_host_link(profile, "/p/", rng))
+        else:
+            for _ in range(rng.randint(3, 7)):
+                links.append(self._same_host_link(profile, "/p/", rng))
+            links.extend(self._cross_links(profile, rng))
         if spec.nofollow and rng.random() < 0.2:
             target = f"/nf/{rng.randrange(_LEAF_COUNT)}.html"
-            links.append(Link(target, self.url(host, target), nofollow=True))
+            nofollow = Link(target, self.url(host, target), nofollow=True)
+            if spec.links_max:  # in place of the last link: 10-30 links in all
+                links[-1] = nofollow
+            else:
+                links.append(nofollow)
         return Page(title=f"{host}{path}", links=tuple(links), size_bytes=self._size(rng))
 
     def _leaf_page(self, profile: HostProfile, path: str) -> Page:
         host = profile.name
         rng = self._rng(host, path)
-        target = f"/p/{rng.randrange(self.spec.pages_per_host)}.html"
+        target = f"/p/{rng.randrange(self._pages(profile))}.html"
         links = (
             Link("/", self.url(host, "/"), text="home"),
             Link(target, self.url(host, target)),
@@ -344,7 +434,10 @@ class SandboxWorld:
             target = self.url(host, path if path is not None else href)
             links.append(Link(href, target, nofollow=nofollow))
 
-        for i in range(spec.pages_per_host):
+        listed = self._pages(profile)
+        if spec.links_max:
+            listed = min(listed, spec.links_max)
+        for i in range(listed):
             add(self._spell(host, "/", f"/p/{i}.html", rng), f"/p/{i}.html")
         if spec.special_pages:
             for family in ("private", "private/open", "nobots", "no-courtly"):
@@ -374,7 +467,11 @@ class SandboxWorld:
             add("/bomb.html")
         for other in self._other_hosts(profile):
             links.append(Link(self.url(other.name), self.url(other.name)))
-        links.extend(self._cross_links(profile, rng))
+        if spec.links_max:
+            far = sum(rng.random() < spec.cross_host_share for _ in range(len(links)))
+            links.extend(self._far_link(profile, rng) for _ in range(far))
+        else:
+            links.extend(self._cross_links(profile, rng))
         return Page(title=f"{host}/", links=tuple(links), size_bytes=self._size(rng))
 
     def _redirect(self, profile: HostProfile, path: str) -> Redirect | None:
@@ -439,7 +536,7 @@ class SandboxWorld:
             body = _xml("sitemapindex", "sitemap", locs)
             return Document(200, "application/xml", body)
         if path == "/sitemap-pages.xml":
-            locs = [self.url(host, f"/p/{i}.html") for i in range(self.spec.pages_per_host)]
+            locs = [self.url(host, f"/p/{i}.html") for i in range(self._pages(profile))]
             locs.append(self.url(host, "/sm/0.html"))
             return Document(200, "application/xml", _xml("urlset", "url", locs))
         if path == "/sitemap-more.xml.gz":

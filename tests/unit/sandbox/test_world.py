@@ -183,3 +183,67 @@ def test_hostile_pages_and_sitemaps(world: SandboxWorld) -> None:
     packed = world.resolve(host, "/sitemap-more.xml.gz")
     assert isinstance(packed, Document) and packed.body[:2] == b"\x1f\x8b"
     assert world.resolve(host, "/nope.html") == world.resolve("unknown.test", "/")
+
+
+def test_overload_comes_in_windows_of_consecutive_answers() -> None:
+    spec = SandboxSpec.broad(400)
+    world = SandboxWorld(spec, PORT)
+    flaky = [h for h in world.hosts if h.flaky]
+    assert {h.overload_status for h in flaky} == {429, 503}
+    host = flaky[0]
+    answers = [world.overload(host, count) for count in range(1, 2 * spec.flaky_every + 1)]
+    hit = [i for i, a in enumerate(answers) if a is not None]
+    quiet = spec.flaky_every - spec.flaky_window
+    window = list(range(quiet, spec.flaky_every))
+    assert hit == window + [spec.flaky_every + i for i in window]
+    assert {a for a in answers if a is not None} == {(host.overload_status, spec.retry_after_s)}
+    steady = next(h for h in world.hosts if not h.flaky and not h.dead)
+    assert all(world.overload(steady, count) is None for count in range(1, 50))
+
+
+def test_the_classic_overload_is_every_kth_request_by_turns(world: SandboxWorld) -> None:
+    host = next(h for h in world.hosts if h.flaky)
+    every = world.spec.flaky_every
+    answers = [world.overload(host, count) for count in range(1, 4 * every + 1)]
+    assert [i + 1 for i, a in enumerate(answers) if a is not None] == [
+        every * k for k in (1, 2, 3, 4)
+    ]
+    assert [a[0] for a in answers if a is not None] == [429, 503, 429, 503]
+
+
+def test_empty_and_twice_redirected_robots() -> None:
+    world = SandboxWorld(SandboxSpec.wide(400), PORT)
+    empty = _host(world, "empty")
+    answer = world.resolve(empty, "/robots.txt")
+    assert isinstance(answer, Document) and answer.status == 200 and answer.body == b""
+    model = world.robots_model(empty)
+    assert model is not None and model.allowed("/p/0.html", "courtly")
+    moved = _host(world, "redirect_chain")
+    statuses, path = [], "/robots.txt"
+    while True:
+        answer = world.resolve(moved, path)
+        if not isinstance(answer, Redirect):
+            break
+        statuses.append(answer.status)
+        path = answer.target.split(str(PORT), 1)[1]
+    assert statuses == [301, 302] and isinstance(answer, Document) and answer.status == 200
+    assert b"Disallow: /private/" in answer.body
+    assert world.robots_paths(moved) == {"/robots.txt", "/robots-moved.txt", "/robots-final.txt"}
+
+
+def test_wide_pages_carry_10_to_30_links_and_8_percent_go_elsewhere() -> None:
+    world = SandboxWorld(SandboxSpec.wide(400), PORT)
+    counts, other = [], 0
+    for host in world.hosts[:200]:
+        if host.dead:
+            continue
+        for index in range(min(host.pages, 5)):
+            page = world.resolve(host.name, f"/p/{index}.html")
+            assert isinstance(page, Page)
+            counts.append(len(page.links))
+            other += sum(1 for link in page.links if f"//{host.name}:" not in (link.target or ""))
+    assert min(counts) >= 10 and max(counts) <= 30
+    assert 0.05 <= other / sum(counts) <= 0.11
+    seeded = {url.split("/")[2].split(":")[0] for url in world.seeds()}
+    assert 0.4 <= len(seeded) / len(world.hosts) <= 0.6
+    assert {h.name for h in world.hosts if h.dead} <= seeded
