@@ -13,7 +13,10 @@ from typing import Any, Final
 
 from scrapy.settings import BaseSettings
 
-from courtly.integrations.scrapy.middleware import CourtlyDownloaderMiddleware
+from courtly.integrations.scrapy.middleware import (
+    CourtlyDownloaderMiddleware,
+    CourtlySpiderMiddleware,
+)
 from courtly.integrations.scrapy.scheduler import KEY_META, CourtlyScheduler
 from courtly.integrations.scrapy.settings import CourtlySettings
 
@@ -24,6 +27,7 @@ __all__ = [
     "CourtlyDownloaderMiddleware",
     "CourtlyScheduler",
     "CourtlySettings",
+    "CourtlySpiderMiddleware",
 ]
 
 log = logging.getLogger(__name__)
@@ -32,6 +36,7 @@ _PRIORITY: Final = 50
 """Above ``cmdline`` (40): courtly's politeness is not something a setting turns back on."""
 _SCHEDULER: Final = "courtly.integrations.scrapy.scheduler.CourtlyScheduler"
 _MIDDLEWARE: Final = "courtly.integrations.scrapy.middleware.CourtlyDownloaderMiddleware"
+_SPIDER_MIDDLEWARE: Final = "courtly.integrations.scrapy.middleware.CourtlySpiderMiddleware"
 
 FORCED_SETTINGS: Final[dict[str, Any]] = {
     "DOWNLOAD_DELAY": 0,
@@ -70,3 +75,4 @@ class CourtlyAddon:
         concurrency = max(1, settings.getint("CONCURRENT_REQUESTS", 16))
         settings.set("CONCURRENT_REQUESTS_PER_DOMAIN", concurrency, priority=_PRIORITY)
         settings["DOWNLOADER_MIDDLEWARES"][_MIDDLEWARE] = 0
+        settings["SPIDER_MIDDLEWARES"][_SPIDER_MIDDLEWARE] = 0

@@ -20,7 +20,7 @@ from scrapy.utils.request import request_from_dict
 __all__ = ["RequestCodec"]
 
 _PROTOCOL: Final = 4
-_SCHEDULER_META: Final = ("courtly_key",)
+_SCHEDULER_META: Final = ("courtly_key", "courtly_parent")
 
 
 class RequestCodec:

@@ -88,18 +88,22 @@ from courtly.url import host_of
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
-__all__ = ["KEY_META", "CourtlyScheduler"]
+__all__ = ["KEY_META", "PARENT_META", "CourtlyScheduler"]
 
 log = logging.getLogger(__name__)
 
 KEY_META: Final = "courtly_key"
 """Request meta key naming the lease a request was handed out under."""
+PARENT_META: Final = "courtly_parent"
+"""Request meta key naming the lease of the response whose callback yielded the request."""
 _SLOT_META: Final = "download_slot"
 _ROBOTS_NAMESPACE: Final = "robots"
 _ADD_BATCH: Final = 2_000
 _MAX_IDLE_S: Final = 1.0
 """The pump looks again at least this often, even with nothing to do."""
 _LAG_SAMPLES: Final = 50_000
+_SCRAPE_GRACE_S: Final = 30.0
+"""A lease whose response the spider has not finished with after this long completes anyway."""
 
 
 @dataclass(slots=True)
@@ -120,6 +124,11 @@ class _Held:
     started_at: float | None = None
     status: int | None = None
     retry_after_s: float | None = None
+    outcome: Outcome | None = None
+    """Set at the end of the response; the lease completes once the spider is done with it."""
+    children: int = 0
+    """Requests the callback yielded that have not reached :meth:`enqueue_request` yet."""
+    output_done: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,9 +213,10 @@ class CourtlyScheduler:
         meta = request.meta
         stale = meta.pop(KEY_META, None)
         if stale is not None:
-            # A copy of a leased request (redirect, retry, replacement): our slot is not its.
+            # A copy of a leased request (redirect, retry, replacement): our slot is not
+            # its, and the original's response will not reach the spider.
             meta.pop(_SLOT_META, None)
-            self._never_downloaded(stale)
+            self._copy_enqueued(stale)
         fingerprint = self._fingerprinter.fingerprint(request)
         if not request.dont_filter:
             if fingerprint in self._seen:
@@ -272,6 +282,7 @@ class CourtlyScheduler:
         sig.connect(self._reached, signal=signals.request_reached_downloader)
         sig.connect(self._downloaded, signal=signals.response_downloaded)
         sig.connect(self._left, signal=signals.request_left_downloader)
+        sig.connect(self._scheduled, signal=signals.request_scheduled)
         counts = await self._frontier.counts()
         self._set("resumed_queued", counts.queued)
         self._pump = asyncio.get_running_loop().create_task(self._run())
@@ -587,7 +598,57 @@ class CourtlyScheduler:
                 self._inc("throttled")
         self._inc("completed")
         self._release_ip(held)
-        self._finish(held, outcome)
+        if held.status is None:
+            self._finish(held, outcome)  # no response: nothing goes to the spider
+            return
+        # The host's next time is fixed now (from this end); the lease itself completes
+        # once the callback's requests are enqueued, so a kill cannot lose them.
+        held.outcome = outcome
+        asyncio.get_running_loop().call_later(_SCRAPE_GRACE_S, self._settle, held, True)
+
+    def child_yielded(self, request: Request, parent: Request) -> None:
+        """The callback of ``parent``'s response yielded ``request`` (spider middleware)."""
+        key = parent.meta.get(KEY_META)
+        held = self._held.get(key) if isinstance(key, str) else None
+        if held is not None and held.outcome is not None:
+            request.meta[PARENT_META] = key
+            held.children += 1
+
+    def output_done(self, parent: Request) -> None:
+        """The callback of ``parent``'s response has yielded everything (spider middleware)."""
+        key = parent.meta.get(KEY_META)
+        held = self._held.get(key) if isinstance(key, str) else None
+        if held is not None:
+            held.output_done = True
+            self._settle(held)
+
+    def _scheduled(self, request: Request, **_: Any) -> None:
+        """A request reached the engine's scheduling step (``request_scheduled``: sent
+        before a handler such as the offsite filter may drop it, and just before
+        :meth:`enqueue_request`)."""
+        parent = request.meta.pop(PARENT_META, None)
+        held = self._held.get(parent) if isinstance(parent, str) else None
+        if held is not None:
+            held.children -= 1
+            self._settle(held)
+
+    def _settle(self, held: _Held, late: bool = False) -> None:
+        if held.outcome is None or self._held.get(held.lease.url) is not held:
+            return
+        if late:
+            self._inc("completed_late")
+        elif not held.output_done or held.children > 0:
+            return
+        self._finish(held, held.outcome)
+
+    def _copy_enqueued(self, key: str) -> None:
+        held = self._held.get(key)
+        if held is None:
+            return
+        if held.outcome is not None:
+            self._finish(held, held.outcome)  # redirected or retried: no callback
+        else:
+            self._never_downloaded(key)
 
     def never_downloaded(self, request: Request) -> None:
         """A middleware answered, dropped or replaced ``request`` before the downloader:
