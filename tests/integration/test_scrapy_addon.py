@@ -221,9 +221,7 @@ def page_counts(web: Web, records: list[RequestRecord]) -> Counter[str]:
     return counts
 
 
-def test_addon_crawl_is_polite_complete_and_ends(
-    web: Web, tmp_path: Path
-) -> None:
+def test_addon_crawl_is_polite_complete_and_ends(web: Web, tmp_path: Path) -> None:
     run = run_scrapy(web, tmp_path / "run", courtly_args(tmp_path / "state"))
     records = web.records()
     report = judge(web, records)
@@ -250,9 +248,7 @@ def test_addon_crawl_is_polite_complete_and_ends(
     assert run.stat("courtly/duplicates") > 0  # the spider yields many links twice
 
 
-def test_stock_scrapy_fails_the_same_audit(
-    web: Web, tmp_path: Path
-) -> None:
+def test_stock_scrapy_fails_the_same_audit(web: Web, tmp_path: Path) -> None:
     """The negative control: per-domain concurrency 8 and no delay."""
     extra = [
         "--set",
@@ -267,9 +263,7 @@ def test_stock_scrapy_fails_the_same_audit(
     assert report.host_overlaps > 0, report.summary()
 
 
-def test_resume_after_kill_repeats_only_what_was_in_flight(
-    web: Web, tmp_path: Path
-) -> None:
+def test_resume_after_kill_repeats_only_what_was_in_flight(web: Web, tmp_path: Path) -> None:
     state = tmp_path / "state"
     killed_at: list[float] = []
 

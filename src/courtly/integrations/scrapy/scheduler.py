@@ -418,15 +418,17 @@ class CourtlyScheduler:
             owed = due if due > previous else None
             self._admitting += 1
             self._spawn(self._admit(lease, owed))
-        if batch.leases:
-            self._inc("leases", len(batch.leases))
+        leased = len(batch.leases)
+        if leased:
+            self._inc("leases", leased)
+        if leased == room:
             self._frontier_busy = True
-            return 0.0 if len(batch.leases) == room else _MAX_IDLE_S
+            return 0.0
         if batch.next_ready_at is None:
-            self._frontier_busy = bool(self._adds)
+            self._frontier_busy = bool(leased or self._adds)
             return _MAX_IDLE_S
         wait_s = batch.next_ready_at - now
-        self._frontier_busy = bool(self._adds) or wait_s <= self.config.max_wait_s
+        self._frontier_busy = bool(leased or self._adds) or wait_s <= self.config.max_wait_s
         return max(0.0005, min(wait_s, _MAX_IDLE_S))
 
     async def _admit(self, lease: Lease, owed_at: float | None) -> None:
