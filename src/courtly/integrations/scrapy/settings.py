@@ -66,6 +66,10 @@ class CourtlySettings:
     def __post_init__(self) -> None:
         if self.store == "sqlite" and self.state_dir is None:
             raise ValueError("COURTLY_STORE = 'sqlite' needs COURTLY_STATE (a directory)")
+        if min(self.min_delay_s, self.delay_factor, self.max_delay_s) < 0:
+            raise ValueError("COURTLY_MIN_DELAY, _DELAY_FACTOR and _MAX_DELAY must be >= 0")
+        if self.max_delay_s < self.min_delay_s:
+            raise ValueError("COURTLY_MAX_DELAY must be >= COURTLY_MIN_DELAY")
         if self.per_ip < 1:
             raise ValueError("COURTLY_PER_IP must be >= 1")
         if self.concurrency < 1:
