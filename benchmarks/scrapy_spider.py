@@ -135,6 +135,7 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
         "CLOSESPIDER_TIMEOUT": args.seconds,
         # Sandbox names come from its hosts file.
         "TWISTED_DNS_RESOLVER": HostsFileResolver,
+        "DNS_RESOLVER": HostsFileResolver,  # its name before Scrapy 2.14
         "HOSTS_FILE": str(args.hosts_file),
         "TELNETCONSOLE_ENABLED": False,
     }
