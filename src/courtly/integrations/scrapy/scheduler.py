@@ -162,7 +162,7 @@ class CourtlyScheduler:
             max_delay_s=config.max_delay_s,
         )
         self._fconfig = FrontierConfig(
-            queues=QueueConfig.for_fetchers(config.concurrency),
+            queues=QueueConfig(max_back_queues=config.back_queues),
             politeness=self._politeness,
             lease_ttl_s=config.lease_ttl_s,
         )

@@ -10,6 +10,8 @@ Scrapy setting                     CLI flag                    default
 ``COURTLY_MAX_DELAY``              ``--max-delay``             60 s
 ``COURTLY_PER_IP``                 ``--per-ip``                2
 ``COURTLY_ALLOW_PRIVATE_NETWORKS`` ``--allow-private-networks`` false
+``COURTLY_BACK_QUEUES``            ``--back-queues``           CONCURRENT_REQUESTS / 8,
+                                                               at least 16
 ``COURTLY_MAX_WAIT``               (Scrapy only)               600 s
 =================================  ==========================  =========================
 
@@ -49,6 +51,9 @@ class CourtlySettings:
     host left is due later than that (parked after failures, a long Retry-After),
     the crawl ends and those URLs stay in the state for the next run.
     ``lease_ttl_s`` must outlast the longest download (``DOWNLOAD_TIMEOUT``).
+    ``back_queues`` is how many hosts are crawled at once: each new one costs a
+    robots.txt fetch first, and a Scrapy process makes far fewer requests a second
+    than courtly's own fetcher, so the default is narrower than the CLI's.
     """
 
     state_dir: Path | None
@@ -62,6 +67,7 @@ class CourtlySettings:
     concurrency: int = 16
     lease_ttl_s: float = 240.0
     max_wait_s: float = 600.0
+    back_queues: int = 16
 
     def __post_init__(self) -> None:
         if self.store == "sqlite" and self.state_dir is None:
@@ -74,6 +80,8 @@ class CourtlySettings:
             raise ValueError("COURTLY_PER_IP must be >= 1")
         if self.concurrency < 1:
             raise ValueError("CONCURRENT_REQUESTS must be >= 1 with the courtly add-on")
+        if self.back_queues < 1:
+            raise ValueError("COURTLY_BACK_QUEUES must be >= 1")
         if self.max_wait_s < 0:
             raise ValueError("COURTLY_MAX_WAIT must be >= 0")
 
@@ -88,6 +96,7 @@ class CourtlySettings:
         if store not in ("sqlite", "memory"):
             raise ValueError(f"COURTLY_STORE must be 'sqlite' or 'memory', not {raw_store!r}")
         timeout_s = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
+        concurrency = settings.getint("CONCURRENT_REQUESTS", 16)
         return cls(
             state_dir=state_dir,
             store="sqlite" if store == "sqlite" else "memory",
@@ -97,7 +106,8 @@ class CourtlySettings:
             per_ip=settings.getint("COURTLY_PER_IP", 2),
             allow_private_networks=settings.getbool("COURTLY_ALLOW_PRIVATE_NETWORKS", False),
             user_agent=str(settings.get("USER_AGENT") or "Scrapy"),
-            concurrency=settings.getint("CONCURRENT_REQUESTS", 16),
+            concurrency=concurrency,
             lease_ttl_s=max(60.0, timeout_s + 60.0),
             max_wait_s=settings.getfloat("COURTLY_MAX_WAIT", 600.0),
+            back_queues=settings.getint("COURTLY_BACK_QUEUES", max(16, concurrency // 8)),
         )
