@@ -1,7 +1,9 @@
 """The Scrapy side of ``compare_scrapy.py``: a polite broad crawl of the sandbox web.
 
 Runs inside its own virtual environment (``benchmarks/.scrapy-venv``, created by
-``compare_scrapy.py``); it imports nothing from courtly. Settings follow Scrapy's
+``compare_scrapy.py``); it imports nothing from courtly unless ``--courtly STATE``
+installs courtly's add-on (then it runs in courtly's own environment, where Scrapy
+is installed with the ``scrapy`` extra). Settings follow Scrapy's
 "Broad Crawls" advice plus the politeness settings its docs give for being polite:
 ``ROBOTSTXT_OBEY``, one request per domain, a fixed ``DOWNLOAD_DELAY`` equal to
 courtly's minimum delay, the downloader-aware priority queue, breadth-first order.
@@ -12,6 +14,10 @@ the sandbox's hosts file and refuses every other name (nothing leaves loopback).
 
     .scrapy-venv/bin/python scrapy_spider.py --seeds-file S --hosts-file H \\
         --user-agent UA --delay 0.5 --concurrency 128 --seconds 30 --stats-out stats.json
+
+``--courtly STATE`` adds ``ADDONS = {"courtly.integrations.scrapy.CourtlyAddon": 0}``
+with ``COURTLY_STATE = STATE`` and ``COURTLY_MIN_DELAY`` = ``--delay``; ``--set NAME=JSON``
+adds or overrides any setting (e.g. ``--set CONCURRENT_REQUESTS_PER_DOMAIN=8``).
 """
 
 from __future__ import annotations
@@ -22,14 +28,14 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from scrapy import Request, Spider, signals  # type: ignore[import-not-found]
-from scrapy.crawler import CrawlerProcess  # type: ignore[import-not-found]
-from scrapy.http import HtmlResponse, Response  # type: ignore[import-not-found]
-from scrapy.linkextractors import LinkExtractor  # type: ignore[import-not-found]
-from twisted.internet import defer  # type: ignore[import-not-found]
-from twisted.internet.error import DNSLookupError  # type: ignore[import-not-found]
-from twisted.internet.interfaces import IResolverSimple  # type: ignore[import-not-found]
-from zope.interface import implementer  # type: ignore[import-not-found]
+from scrapy import Request, Spider, signals
+from scrapy.crawler import CrawlerProcess
+from scrapy.http import HtmlResponse, Response
+from scrapy.linkextractors import LinkExtractor
+from twisted.internet import defer
+from twisted.internet.error import DNSLookupError
+from twisted.internet.interfaces import IResolverSimple
+from zope.interface import implementer
 
 
 def read_hosts_file(path: Path) -> dict[str, str]:
@@ -70,7 +76,7 @@ class HostsFileResolver:
         return defer.succeed(address)
 
 
-class BroadSpider(Spider):  # type: ignore[misc]
+class BroadSpider(Spider):
     """Start from the seeds; follow every link that is not ``rel=nofollow``.
 
     With ``scope="domain"``, ``allowed_domains`` are the seeds' registered domains
@@ -131,6 +137,7 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
         "CLOSESPIDER_TIMEOUT": args.seconds,
         # Sandbox names come from its hosts file.
         "TWISTED_DNS_RESOLVER": HostsFileResolver,
+        "DNS_RESOLVER": HostsFileResolver,  # its name before Scrapy 2.14
         "HOSTS_FILE": str(args.hosts_file),
         "TELNETCONSOLE_ENABLED": False,
     }
@@ -147,13 +154,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=15.0, help="DOWNLOAD_TIMEOUT")
     parser.add_argument("--stats-out", type=Path, help="write Scrapy's stats here as JSON")
     parser.add_argument("--scope", choices=("domain", "any"), default="domain")
+    parser.add_argument("--courtly", type=Path, metavar="STATE", help="use courtly's add-on")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=JSON", help="an extra setting"
+    )
     args = parser.parse_args(argv)
     seeds = [
         line.strip()
         for line in args.seeds_file.read_text(encoding="utf-8").splitlines()
         if line.strip() and not line.startswith("#")
     ]
-    process = CrawlerProcess(settings_for(args))
+    settings = settings_for(args)
+    if args.courtly is not None:
+        settings["ADDONS"] = {"courtly.integrations.scrapy.CourtlyAddon": 0}
+        settings["COURTLY_STATE"] = str(args.courtly)
+        settings["COURTLY_MIN_DELAY"] = args.delay
+    for item in args.set:
+        name, _, value = item.partition("=")
+        settings[name] = json.loads(value)
+    process = CrawlerProcess(settings)
     crawler = process.create_crawler(BroadSpider)
     stats: dict[str, Any] = {}
 

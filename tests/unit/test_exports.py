@@ -17,6 +17,7 @@ PACKAGES = [
     "courtly.parse",
     "courtly.archive",
     "courtly.sandbox",
+    "courtly.integrations.scrapy",
 ]
 
 

@@ -1,0 +1,210 @@
+"""Scrapy with courtly's add-on against stock Scrapy, same spider, same sandbox webs, one run.
+
+Three crawlers run ``scrapy_spider.py`` in courtly's own environment (one Scrapy
+version for all), one after the other, each against a fresh sandbox web served by
+a child process, for the same time budget, audited by the server's log as in
+``compare_scrapy.py``:
+
+* ``addon``: ``ADDONS = {"courtly.integrations.scrapy.CourtlyAddon": 0}`` with the
+  scenario's minimum delay and per-IP cap (SQLite state);
+* ``scrapy_polite``: stock Scrapy configured to be polite (robots.txt, one request
+  per domain, ``DOWNLOAD_DELAY`` = the minimum delay: ``compare_scrapy``'s settings);
+* ``scrapy_defaults``: stock Scrapy's own defaults (8 per domain, no delay, no
+  robots.txt).
+
+Figures per crawler: ``pages_per_s``, ``violations`` (and by kind), ``coverage``,
+CPU, and the *start lag* of consecutive requests to a host on hosts with no
+Crawl-delay, not slow, not flaky, from the server log: for the add-on, next start
+minus (previous end + max(min delay, delay factor x previous duration)); for
+stock Scrapy, whose delay runs from the start of the previous request, next start
+minus (previous start + delay). Only pairs with a lag under 1 s count (a longer
+one means the host had nothing queued). The add-on also reports its own
+``courtly/start_lag_*`` stats (request entered the downloader - host came due).
+
+    python benchmarks/scrapy_addon.py --quick --json
+    python benchmarks/scrapy_addon.py --scenario broad --seconds 20
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+from collections import defaultdict
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+from compare_scrapy import (
+    DELAY_FACTOR,
+    HERE,
+    USER_AGENT,
+    Sandbox,
+    Scenario,
+    machine,
+    run_measured,
+    scenarios,
+    summarise,
+)
+from courtly.sandbox import RequestRecord, SandboxTruth, load_log
+
+CRAWLERS = ("addon", "scrapy_polite", "scrapy_defaults")
+_MAX_LAG_S = 1.0
+
+
+def command(crawler: str, scenario: Scenario, web: Sandbox, seconds: float, run: Path) -> list[str]:
+    """``scrapy_spider.py`` for ``crawler`` (see the module doc)."""
+    cmd = [
+        sys.executable,
+        str(HERE / "scrapy_spider.py"),
+        "--seeds-file",
+        str(web.info["seeds_file"]),
+        "--hosts-file",
+        str(web.info["hosts_file"]),
+        "--user-agent",
+        USER_AGENT,
+        "--delay",
+        str(scenario.min_delay_s),
+        "--concurrency",
+        str(scenario.concurrency),
+        "--seconds",
+        str(seconds),
+        "--timeout",
+        str(scenario.timeout_s),
+        "--stats-out",
+        str(run / "stats.json"),
+    ]
+    if crawler == "addon":
+        return [
+            *cmd,
+            "--courtly",
+            str(run / "state"),
+            "--set",
+            "COURTLY_ALLOW_PRIVATE_NETWORKS=true",
+            "--set",
+            f"COURTLY_PER_IP={scenario.per_ip}",
+            "--set",
+            f"COURTLY_DELAY_FACTOR={DELAY_FACTOR}",
+        ]
+    if crawler == "scrapy_defaults":
+        return [
+            *cmd,
+            "--set",
+            "ROBOTSTXT_OBEY=false",
+            "--set",
+            "CONCURRENT_REQUESTS_PER_DOMAIN=8",
+            "--set",
+            "DOWNLOAD_DELAY=0",
+        ]
+    return cmd
+
+
+def start_lags(
+    records: list[RequestRecord], truth: SandboxTruth, scenario: Scenario, from_start: bool
+) -> list[float]:
+    """Seconds each request to a plain host started after it was allowed to (module doc)."""
+    world = truth.world
+    by_host: dict[str, list[RequestRecord]] = defaultdict(list)
+    for rec in records:
+        profile = world.profile(rec.host)
+        if profile is None or profile.slow or profile.flaky:
+            continue
+        if truth.crawl_delay_s(rec.host, "courtly") > 0:
+            continue
+        by_host[rec.host].append(rec)
+    lags: list[float] = []
+    for recs in by_host.values():
+        recs.sort(key=lambda r: r.start_at)
+        for prev, rec in pairwise(recs):
+            if prev.status in (429, 503):
+                continue
+            if from_start:
+                due = prev.start_at + scenario.min_delay_s
+            else:
+                elapsed = prev.end_at - prev.start_at
+                due = prev.end_at + max(scenario.min_delay_s, DELAY_FACTOR * elapsed)
+            lag = rec.start_at - due
+            if 0.0 <= lag < _MAX_LAG_S:
+                lags.append(lag)
+    return sorted(lags)
+
+
+def _quantile(values: list[float], q: float) -> float | None:
+    return round(1000 * values[int(q * (len(values) - 1))], 1) if values else None
+
+
+def measure(crawler: str, scenario: Scenario, seconds: float, workdir: Path) -> dict[str, Any]:
+    run = workdir / f"{scenario.name}-{crawler}"
+    if run.exists():
+        shutil.rmtree(run)
+    run.mkdir(parents=True)
+    web = Sandbox(scenario.spec, run / "web")
+    try:
+        cost = run_measured(command(crawler, scenario, web, seconds, run), run / "scrapy.log")
+    finally:
+        web.stop()
+    records = load_log(Path(web.info["log_path"]))
+    figures = summarise(scenario, web, records, cost, seconds)
+    mine = [r for r in records if r.ua == USER_AGENT]
+    lags = start_lags(mine, SandboxTruth(web.world), scenario, from_start=crawler != "addon")
+    figures["start_lag_pairs"] = len(lags)
+    figures["start_lag_p50_ms"] = _quantile(lags, 0.5)
+    figures["start_lag_p90_ms"] = _quantile(lags, 0.9)
+    figures["start_lag_mean_ms"] = round(1000 * statistics.fmean(lags), 1) if lags else None
+    stats_file = run / "stats.json"
+    if stats_file.exists():
+        stats = json.loads(stats_file.read_text())
+        figures["finish_reason"] = stats.get("finish_reason")
+        figures["courtly_stats"] = {k: v for k, v in stats.items() if k.startswith("courtly/")}
+    for key in ("examples",):
+        figures.pop(key, None)
+    return figures
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--scenario", choices=("broad", "politeness", "all"), default="all")
+    parser.add_argument("--seconds", type=float, help="time budget per run [30; 10 with --quick]")
+    parser.add_argument("--quick", action="store_true", help="smaller webs, 10 s runs")
+    parser.add_argument("--crawlers", default=",".join(CRAWLERS))
+    parser.add_argument("--workdir", type=Path, default=HERE / "out" / "scrapy_addon")
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    args = parser.parse_args(argv)
+    seconds = args.seconds or (10.0 if args.quick else 30.0)
+    crawlers = [c for c in args.crawlers.split(",") if c]
+    chosen = scenarios(args.quick)
+    names = ["broad", "politeness"] if args.scenario == "all" else [args.scenario]
+    results: dict[str, Any] = {
+        "benchmark": "scrapy_addon",
+        "machine": machine(),
+        "seconds": seconds,
+        "quick": args.quick,
+        "scenarios": {},
+    }
+    for name in names:
+        scenario = chosen[name]
+        out: dict[str, Any] = {"hosts": scenario.spec.n_hosts, "min_delay_s": scenario.min_delay_s}
+        for crawler in crawlers:
+            print(f"[{name}] {crawler}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
+            figures = measure(crawler, scenario, seconds, args.workdir)
+            out[crawler] = figures
+            print(
+                f"[{name}] {crawler}: {figures['pages_per_s']} pages/s, violations "
+                f"{figures['violations']} {figures['violations_by_kind']}, lag p50/p90 "
+                f"{figures['start_lag_p50_ms']}/{figures['start_lag_p90_ms']} ms",
+                file=sys.stderr,
+                flush=True,
+            )
+        if "addon" in out and out.get("scrapy_polite", {}).get("pages_per_s"):
+            out["addon_vs_scrapy_polite"] = round(
+                out["addon"]["pages_per_s"] / out["scrapy_polite"]["pages_per_s"], 2
+            )
+        results["scenarios"][name] = out
+    print(json.dumps(results) if args.json else json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

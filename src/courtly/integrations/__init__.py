@@ -1,0 +1,1 @@
+"""courtly's frontier inside other crawling frameworks (``courtly.integrations.scrapy``)."""

@@ -1,0 +1,69 @@
+"""The per-IP cap: at most ``cap`` requests in flight to one address.
+
+Host leases already keep one request per host; several hosts may share an
+address, so the scheduler also counts, per resolved IP, the requests it has let
+go (from the due buffer to the end of the response, robots.txt fetches
+included) and holds the rest back, first come first served. Pure bookkeeping:
+no clock, no I/O.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Generic, TypeVar
+
+__all__ = ["IpGate"]
+
+T = TypeVar("T")
+
+
+class IpGate(Generic[T]):
+    """Admission per address, FIFO among the waiting.
+
+    Invariant: for every address, ``in_flight(ip) <= cap``; a waiting item is
+    admitted by :meth:`release` as soon as a place frees up.
+    """
+
+    def __init__(self, cap: int) -> None:
+        if cap < 1:
+            raise ValueError("the per-IP cap must be >= 1")
+        self._cap = cap
+        self._in_flight: dict[str, int] = {}
+        self._waiting: dict[str, deque[T]] = {}
+
+    def admit(self, ip: str, item: T) -> bool:
+        """Take a place for ``item`` at ``ip`` (``True``), or queue it (``False``)."""
+        count = self._in_flight.get(ip, 0)
+        if count < self._cap and ip not in self._waiting:
+            self._in_flight[ip] = count + 1
+            return True
+        self._waiting.setdefault(ip, deque()).append(item)
+        return False
+
+    def release(self, ip: str) -> T | None:
+        """Free one place at ``ip``; return the waiting item that takes it, if any."""
+        waiting = self._waiting.get(ip)
+        if waiting:
+            item = waiting.popleft()
+            if not waiting:
+                del self._waiting[ip]
+            return item
+        count = self._in_flight.get(ip, 0) - 1
+        if count > 0:
+            self._in_flight[ip] = count
+        else:
+            self._in_flight.pop(ip, None)
+        return None
+
+    def in_flight(self, ip: str) -> int:
+        return self._in_flight.get(ip, 0)
+
+    def waiting(self) -> int:
+        """Items held back at all addresses."""
+        return sum(len(q) for q in self._waiting.values())
+
+    def drain_waiting(self) -> list[T]:
+        """Remove and return every waiting item (at close)."""
+        items = [item for q in self._waiting.values() for item in q]
+        self._waiting.clear()
+        return items

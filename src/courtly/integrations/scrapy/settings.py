@@ -1,0 +1,113 @@
+"""The add-on's settings: Scrapy settings named after ``courtly crawl``'s flags.
+
+=================================  ==========================  =========================
+Scrapy setting                     CLI flag                    default
+=================================  ==========================  =========================
+``COURTLY_STATE``                  ``--state``                 none (memory store)
+``COURTLY_STORE``                  ``--store``                 ``sqlite`` with a state
+``COURTLY_MIN_DELAY``              ``--min-delay``             1.0 s
+``COURTLY_DELAY_FACTOR``           ``--delay-factor``          2.0
+``COURTLY_MAX_DELAY``              ``--max-delay``             60 s
+``COURTLY_PER_IP``                 ``--per-ip``                2
+``COURTLY_ALLOW_PRIVATE_NETWORKS`` ``--allow-private-networks`` false
+``COURTLY_BACK_QUEUES``            ``--back-queues``           CONCURRENT_REQUESTS / 8,
+                                                               at least 16
+``COURTLY_MAX_WAIT``               (Scrapy only)               600 s
+=================================  ==========================  =========================
+
+The User-Agent (for robots.txt matching too) is Scrapy's ``USER_AGENT``; the number
+of requests leased at once follows ``CONCURRENT_REQUESTS``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+__all__ = ["CourtlySettings", "SettingsReader"]
+
+StoreKind = Literal["sqlite", "memory"]
+
+
+class SettingsReader(Protocol):
+    """The part of Scrapy's ``BaseSettings`` read here."""
+
+    def get(self, name: str, default: object = None) -> object: ...
+
+    def getfloat(self, name: str, default: float = 0.0) -> float: ...
+
+    def getint(self, name: str, default: int = 0) -> int: ...
+
+    def getbool(self, name: str, default: bool = False) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class CourtlySettings:
+    """Everything the scheduler decides by. Durations in seconds.
+
+    ``state_dir`` holds ``frontier.sqlite3`` (``store == "sqlite"``); ``max_wait_s``
+    is how far ahead a host may be due and still keep the spider open: when every
+    host left is due later than that (parked after failures, a long Retry-After),
+    the crawl ends and those URLs stay in the state for the next run.
+    ``lease_ttl_s`` must outlast the longest download (``DOWNLOAD_TIMEOUT``).
+    ``back_queues`` is how many hosts are crawled at once: each new one costs a
+    robots.txt fetch first, and a Scrapy process makes far fewer requests a second
+    than courtly's own fetcher, so the default is narrower than the CLI's.
+    """
+
+    state_dir: Path | None
+    store: StoreKind
+    min_delay_s: float = 1.0
+    delay_factor: float = 2.0
+    max_delay_s: float = 60.0
+    per_ip: int = 2
+    allow_private_networks: bool = False
+    user_agent: str = "Scrapy"
+    concurrency: int = 16
+    lease_ttl_s: float = 240.0
+    max_wait_s: float = 600.0
+    back_queues: int = 16
+
+    def __post_init__(self) -> None:
+        if self.store == "sqlite" and self.state_dir is None:
+            raise ValueError("COURTLY_STORE = 'sqlite' needs COURTLY_STATE (a directory)")
+        if min(self.min_delay_s, self.delay_factor, self.max_delay_s) < 0:
+            raise ValueError("COURTLY_MIN_DELAY, _DELAY_FACTOR and _MAX_DELAY must be >= 0")
+        if self.max_delay_s < self.min_delay_s:
+            raise ValueError("COURTLY_MAX_DELAY must be >= COURTLY_MIN_DELAY")
+        if self.per_ip < 1:
+            raise ValueError("COURTLY_PER_IP must be >= 1")
+        if self.concurrency < 1:
+            raise ValueError("CONCURRENT_REQUESTS must be >= 1 with the courtly add-on")
+        if self.back_queues < 1:
+            raise ValueError("COURTLY_BACK_QUEUES must be >= 1")
+        if self.max_wait_s < 0:
+            raise ValueError("COURTLY_MAX_WAIT must be >= 0")
+
+    @classmethod
+    def from_settings(cls, settings: SettingsReader) -> CourtlySettings:
+        """Read the ``COURTLY_*`` settings (and ``USER_AGENT``, ``CONCURRENT_REQUESTS``,
+        ``DOWNLOAD_TIMEOUT``); raises :class:`ValueError` for an unusable combination."""
+        raw_state = settings.get("COURTLY_STATE")
+        state_dir = Path(str(raw_state)) if raw_state else None
+        raw_store = settings.get("COURTLY_STORE") or ("sqlite" if state_dir else "memory")
+        store = str(raw_store).lower()
+        if store not in ("sqlite", "memory"):
+            raise ValueError(f"COURTLY_STORE must be 'sqlite' or 'memory', not {raw_store!r}")
+        timeout_s = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
+        concurrency = settings.getint("CONCURRENT_REQUESTS", 16)
+        return cls(
+            state_dir=state_dir,
+            store="sqlite" if store == "sqlite" else "memory",
+            min_delay_s=settings.getfloat("COURTLY_MIN_DELAY", 1.0),
+            delay_factor=settings.getfloat("COURTLY_DELAY_FACTOR", 2.0),
+            max_delay_s=settings.getfloat("COURTLY_MAX_DELAY", 60.0),
+            per_ip=settings.getint("COURTLY_PER_IP", 2),
+            allow_private_networks=settings.getbool("COURTLY_ALLOW_PRIVATE_NETWORKS", False),
+            user_agent=str(settings.get("USER_AGENT") or "Scrapy"),
+            concurrency=concurrency,
+            lease_ttl_s=max(60.0, timeout_s + 60.0),
+            max_wait_s=settings.getfloat("COURTLY_MAX_WAIT", 600.0),
+            back_queues=settings.getint("COURTLY_BACK_QUEUES", max(16, concurrency // 8)),
+        )

@@ -1,0 +1,311 @@
+"""courtly's Scrapy add-on against the sandbox web, judged from the server's request log.
+
+Scrapy runs ``benchmarks/scrapy_spider.py`` (a broad spider) in a subprocess (a
+Twisted reactor cannot restart); the sandbox serves from another process (the
+benchmarks' ``Sandbox``: a server thread sharing this process's interpreter lock
+would stamp its log late).
+The web is finite (no traps, nothing dead or hostile) so the crawl ends by itself,
+with a crawl-delay host, a slow host, a 429/503 host with ``Retry-After`` and a
+robots.txt redirect. The negative control runs stock Scrapy on the same web.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from courtly.sandbox import (
+    AuditReport,
+    RequestRecord,
+    SandboxSpec,
+    SandboxTruth,
+    SandboxWorld,
+    audit,
+    load_log,
+)
+
+pytestmark = pytest.mark.integration
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+SPIDER = BENCHMARKS / "scrapy_spider.py"
+UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
+MIN_DELAY_S = 0.2
+PER_IP = 2
+RUN_TIMEOUT_S = 40.0
+OLDEST = Path(sys.prefix) / "scrapy-oldest"
+"""Scrapy 2.13 (and a Twisted it works with), installed there by ``make`` (see the Makefile)."""
+
+SPEC = SandboxSpec(
+    seed=3,
+    n_sites=2,
+    hosts_per_site=4,
+    pages_per_host=4,
+    ips=3,
+    robots_variants=("rules", "crawl_delay", "missing", "wildcard", "redirect", "token_open"),
+    crawl_delay_s=0.3,
+    slow_hosts=1,
+    slow_s=0.1,
+    flaky_hosts=1,
+    flaky_every=5,
+    retry_after_s=1,
+    dead_hosts=0,
+    trap_hosts=0,
+    hostile_hosts=0,
+    special_pages=False,
+    sitemaps=False,
+    redirects=False,
+    nofollow=False,
+)
+
+
+class Web:
+    """The sandbox web served by a child process; :meth:`records` stops it and reads its log."""
+
+    def __init__(self, spec: SandboxSpec, workdir: Path) -> None:
+        if str(BENCHMARKS) not in sys.path:
+            sys.path.insert(0, str(BENCHMARKS))
+        sandbox: Any = importlib.import_module("compare_scrapy").Sandbox
+        self._web = sandbox(spec, workdir)
+        self.info: dict[str, Any] = self._web.info
+        self.world: SandboxWorld = self._web.world
+        self.seeds: list[str] = self._web.seeds
+        self._log = Path(self.info["log_path"])
+
+    @property
+    def requests_logged(self) -> int:
+        """Requests logged so far (the log is written as requests end)."""
+        try:
+            with self._log.open("rb") as log:
+                return sum(1 for _ in log)
+        except FileNotFoundError:
+            return 0
+
+    def stop(self) -> None:
+        self._web.stop()
+
+    def records(self) -> list[RequestRecord]:
+        self.stop()
+        return load_log(self._log)
+
+
+@pytest.fixture
+def web(tmp_path: Path) -> Iterator[Web]:
+    served = Web(SPEC, tmp_path / "web")
+    yield served
+    served.stop()
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One Scrapy process: its return code, Scrapy's stats and its output."""
+
+    returncode: int
+    stats: dict[str, str]
+    output: str
+
+    def stat(self, name: str) -> int:
+        return int(self.stats.get(name, "0"))
+
+
+def scrapy_command(web: Web, workdir: Path, extra: Sequence[str]) -> list[str]:
+    return [
+        sys.executable,
+        str(SPIDER),
+        "--seeds-file",
+        str(web.info["seeds_file"]),
+        "--hosts-file",
+        str(web.info["hosts_file"]),
+        "--user-agent",
+        UA,
+        "--delay",
+        str(MIN_DELAY_S),
+        "--concurrency",
+        "8",
+        "--seconds",
+        str(RUN_TIMEOUT_S),
+        "--timeout",
+        "5",
+        "--stats-out",
+        str(workdir / "stats.json"),
+        "--set",
+        'LOG_LEVEL="INFO"',
+        "--set",
+        "RETRY_ENABLED=true",
+        *extra,
+    ]
+
+
+def courtly_args(state: Path) -> list[str]:
+    return [
+        "--courtly",
+        str(state),
+        "--set",
+        "COURTLY_ALLOW_PRIVATE_NETWORKS=true",
+        "--set",
+        f"COURTLY_PER_IP={PER_IP}",
+        "--set",
+        "COURTLY_MAX_WAIT=5",
+    ]
+
+
+def run_scrapy(
+    web: Web,
+    workdir: Path,
+    extra: Sequence[str],
+    *,
+    kill_when: Callable[[], bool] | None = None,
+    oldest: bool = False,
+) -> Run:
+    """Run the spider to its end, or SIGKILL it as soon as ``kill_when()`` holds;
+    on the oldest supported Scrapy with ``oldest``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = workdir / "scrapy.log"
+    path = [str(OLDEST)] if oldest else []
+    path.append(str(SPIDER.parents[1] / "src"))
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            scrapy_command(web, workdir, extra),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
+        )
+        deadline = time.monotonic() + RUN_TIMEOUT_S + 30
+        while proc.poll() is None:
+            if kill_when is not None and kill_when():
+                proc.send_signal(signal.SIGKILL)
+                proc.wait()
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail("Scrapy did not finish in time")
+            time.sleep(0.02)
+    stats_file = workdir / "stats.json"
+    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    return Run(proc.returncode, stats, out.read_text(errors="replace"))
+
+
+def judge(web: Web, records: list[RequestRecord]) -> AuditReport:
+    return audit(
+        records,
+        spec_or_truth=SandboxTruth(web.world),
+        min_delay_s=MIN_DELAY_S,
+        per_ip_cap=PER_IP,
+        only_user_agent=UA,
+        seeds=web.seeds,
+    )
+
+
+def robots_first(web: Web, records: list[RequestRecord]) -> list[str]:
+    """Hosts whose first request was not their robots.txt."""
+    truth = SandboxTruth(web.world)
+    first: dict[str, RequestRecord] = {}
+    for rec in sorted(records, key=lambda r: r.start_at):
+        first.setdefault(rec.host, rec)
+    return [h for h, rec in first.items() if not truth.is_robots_path(h, rec.path)]
+
+
+def page_counts(web: Web, records: list[RequestRecord]) -> Counter[str]:
+    """Final answers per canonical page URL (robots.txt excluded)."""
+    truth = SandboxTruth(web.world)
+    counts: Counter[str] = Counter()
+    for rec in records:
+        if truth.is_robots_path(rec.host, rec.path) or rec.status in (429, 503):
+            continue
+        counts[f"{rec.host}{rec.path}"] += 1
+    return counts
+
+
+@pytest.mark.parametrize("scrapy", ["newest", "oldest"])
+def test_addon_crawl_is_polite_complete_and_ends(web: Web, tmp_path: Path, scrapy: str) -> None:
+    if scrapy == "oldest" and not (OLDEST / "scrapy").is_dir():
+        pytest.skip(f"the oldest supported Scrapy is not installed in {OLDEST} (run make)")
+    oldest = scrapy == "oldest"
+    run = run_scrapy(web, tmp_path / "run", courtly_args(tmp_path / "state"), oldest=oldest)
+    version = "Scrapy 2.13." if oldest else "Scrapy 2."
+    assert f"[scrapy.utils.log] INFO: {version}" in run.output
+    records = web.records()
+    report = judge(web, records)
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.stats["finish_reason"] == "finished", run.output[-3000:]
+    assert report.violations == 0, report.summary()
+    assert report.max_in_flight_per_host == 1
+    assert report.max_in_flight_per_ip <= PER_IP
+    # Crawl-delay and Retry-After were there to be honoured (the audit checks the gaps).
+    truth = SandboxTruth(web.world)
+    assert any(truth.crawl_delay_s(r.host, "courtly") > MIN_DELAY_S for r in records)
+    assert any(r.status in (429, 503) for r in records)
+    # Each page once, every reachable page.
+    assert report.duplicate_fetches == 0
+    assert report.expected_fetched == report.expected_pages, report.summary()
+    assert robots_first(web, records) == []
+    assert run.stat("downloader/response_count") == len(records)
+    # Scrapy's own throttles are off, courtly's stats are there, the engine was woken.
+    assert run.stat("courtly/robots_fetches") == report.hosts
+    assert run.stat("courtly/engine_wakeups") > 0
+    assert run.stat("courtly/engine_wake_unavailable") == 0, "engine._slot.nextcall is gone"
+    assert run.stat("courtly/start_lag_samples") > 0
+    assert run.stat("courtly/left_queued") == 0
+    assert run.stat("courtly/duplicates") > 0  # the spider yields many links twice
+
+
+def test_stock_scrapy_fails_the_same_audit(web: Web, tmp_path: Path) -> None:
+    """The negative control: per-domain concurrency 8 and no delay."""
+    extra = [
+        "--set",
+        "CONCURRENT_REQUESTS_PER_DOMAIN=8",
+        "--set",
+        "DOWNLOAD_DELAY=0",
+    ]
+    run = run_scrapy(web, tmp_path / "run", extra)
+    report = judge(web, web.records())
+    assert run.returncode == 0, run.output[-3000:]
+    # No delay: the next request to a host follows the end of the last one at once.
+    assert report.gap_violations > 0, report.summary()
+    assert report.violations >= report.gap_violations
+
+
+def test_resume_after_kill_repeats_only_what_was_in_flight(web: Web, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    killed_at: list[float] = []
+
+    def enough() -> bool:
+        if web.requests_logged >= 30:
+            killed_at.append(time.time())
+            return True
+        return False
+
+    first = run_scrapy(web, tmp_path / "first", courtly_args(state), kill_when=enough)
+    assert first.returncode == -signal.SIGKILL and killed_at, first.output[-3000:]
+    time.sleep(0.3)  # let the last responses of the killed process reach the log
+    before = web.requests_logged
+    second = run_scrapy(web, tmp_path / "second", courtly_args(state))
+    records = web.records()
+    assert second.returncode == 0, second.output[-3000:]
+    assert second.stats["finish_reason"] == "finished", second.output[-3000:]
+    assert second.stat("courtly/resumed_queued") > 0
+    report = judge(web, records)
+    # Politeness holds across the restart (the store holds every host for one minimum
+    # delay after a resume: the killed process's last gap is kept).
+    assert report.violations - report.duplicate_fetches == 0, report.summary()
+    # Every page was fetched; a page fetched twice was in flight when the first run was
+    # killed: its request ended at most a moment before the kill.
+    assert report.expected_fetched == report.expected_pages, report.summary()
+    first_records = sorted(records, key=lambda r: r.start_at)[:before]
+    ended = {f"{r.host}{r.path}": r.end_at for r in first_records}
+    repeated = [url for url, n in page_counts(web, records).items() if n > 1]
+    kill_at = killed_at[0]
+    early = [url for url in repeated if ended.get(url, kill_at) < kill_at - 0.5]
+    assert early == [], f"fetched again although finished before the kill: {early}"
+    assert len(repeated) <= 8, repeated  # at most CONCURRENT_REQUESTS were in flight

@@ -1,0 +1,78 @@
+"""Requests survive as bytes (Scrapy's to_dict, pickled); the unserialisable are reported."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from scrapy import Request, Spider
+from scrapy.http import Response
+
+from courtly.integrations.scrapy.codec import RequestCodec
+from courtly.integrations.scrapy.scheduler import KEY_META, PARENT_META
+
+
+class _Spider(Spider):
+    name = "codec"
+
+    def parse_page(self, response: Response) -> Iterator[Any]:
+        yield from ()
+
+    def failed(self, failure: Any) -> None:
+        return None
+
+
+_ANONYMOUS: Callable[[Response], None] = lambda response: None  # noqa: E731
+
+
+def _numbers() -> Iterator[int]:
+    yield 1
+
+
+def test_a_request_round_trips_with_its_callbacks() -> None:
+    spider = _Spider()
+    codec = RequestCodec(spider)
+    request = Request(
+        "http://example.org/form",
+        method="POST",
+        body=b"\x00binary\xff",
+        headers={"X-A": "1"},
+        meta={"depth": 3, "custom": [1, 2]},
+        cb_kwargs={"page": 7},
+        priority=-2,
+        dont_filter=True,
+        callback=spider.parse_page,
+        errback=spider.failed,
+    )
+    payload = codec.encode(request)
+    assert payload is not None
+    back = codec.decode(payload)
+    assert (back.url, back.method, back.body) == (request.url, "POST", b"\x00binary\xff")
+    assert back.headers.get("X-A") == b"1"
+    assert back.meta == {"depth": 3, "custom": [1, 2]}
+    assert back.cb_kwargs == {"page": 7}
+    assert (back.priority, back.dont_filter) == (-2, True)
+    assert back.callback == spider.parse_page and back.errback == spider.failed
+
+
+def test_the_schedulers_own_meta_is_not_stored() -> None:
+    codec = RequestCodec(_Spider())
+    request = Request("http://example.org/", meta={KEY_META: "k", PARENT_META: "p", "x": 1})
+    payload = codec.encode(request)
+    assert payload is not None
+    assert codec.decode(payload).meta == {"x": 1}
+
+
+def test_a_lambda_callback_cannot_be_stored() -> None:
+    codec = RequestCodec(_Spider())
+
+    def callback(response: Response) -> None:
+        return None
+
+    assert codec.encode(Request("http://example.org/", callback=_ANONYMOUS)) is None
+    assert codec.encode(Request("http://example.org/", callback=callback)) is None
+
+
+def test_unpicklable_meta_cannot_be_stored() -> None:
+    codec = RequestCodec(_Spider())
+    assert codec.encode(Request("http://example.org/", meta={"gen": _numbers()})) is None

@@ -1,0 +1,82 @@
+"""The add-on's settings and what ``CourtlyAddon.update_settings`` forces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from scrapy.settings import Settings
+
+from courtly.integrations.scrapy import FORCED_SETTINGS, CourtlyAddon, CourtlySettings
+
+
+def test_defaults_follow_the_cli() -> None:
+    config = CourtlySettings.from_settings(Settings())
+    assert config.store == "memory" and config.state_dir is None
+    assert (config.min_delay_s, config.delay_factor, config.max_delay_s) == (1.0, 2.0, 60.0)
+    assert config.per_ip == 2 and not config.allow_private_networks
+    assert config.concurrency == 16  # Scrapy's CONCURRENT_REQUESTS
+    assert config.lease_ttl_s > 180.0  # outlasts Scrapy's DOWNLOAD_TIMEOUT
+
+
+def test_settings_are_read_by_their_names(tmp_path: Path) -> None:
+    settings = Settings(
+        {
+            "COURTLY_STATE": str(tmp_path),
+            "COURTLY_MIN_DELAY": "0.5",
+            "COURTLY_DELAY_FACTOR": 3,
+            "COURTLY_MAX_DELAY": 9,
+            "COURTLY_PER_IP": 4,
+            "COURTLY_ALLOW_PRIVATE_NETWORKS": "true",
+            "COURTLY_MAX_WAIT": 7,
+            "USER_AGENT": "bot/1 (+https://bot.invalid)",
+            "CONCURRENT_REQUESTS": 32,
+            "DOWNLOAD_TIMEOUT": 10,
+        }
+    )
+    config = CourtlySettings.from_settings(settings)
+    assert config.store == "sqlite" and config.state_dir == tmp_path
+    assert (config.min_delay_s, config.delay_factor, config.max_delay_s) == (0.5, 3.0, 9.0)
+    assert config.per_ip == 4 and config.allow_private_networks
+    assert config.max_wait_s == 7.0 and config.concurrency == 32
+    assert config.user_agent == "bot/1 (+https://bot.invalid)"
+    assert config.lease_ttl_s == 70.0
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"COURTLY_STORE": "sqlite"},
+        {"COURTLY_STORE": "redis"},
+        {"COURTLY_PER_IP": 0},
+        {"COURTLY_MAX_WAIT": -1},
+        {"COURTLY_MIN_DELAY": 5, "COURTLY_MAX_DELAY": 1},
+    ],
+)
+def test_unusable_settings_are_refused(values: dict[str, object]) -> None:
+    with pytest.raises(ValueError):
+        CourtlySettings.from_settings(Settings(values))
+
+
+def test_addon_installs_the_scheduler_and_turns_scrapys_throttles_off() -> None:
+    settings = Settings({"CONCURRENT_REQUESTS": 24})
+    settings.set("DOWNLOAD_DELAY", 2.0, priority="cmdline")
+    settings.set("AUTOTHROTTLE_ENABLED", True, priority="spider")
+    settings.set("ROBOTSTXT_OBEY", True, priority="project")
+    CourtlyAddon().update_settings(settings)
+    assert settings["SCHEDULER"] == "courtly.integrations.scrapy.scheduler.CourtlyScheduler"
+    for name, value in FORCED_SETTINGS.items():
+        assert settings[name] == value, name
+    assert settings.getfloat("DOWNLOAD_DELAY") == 0.0
+    assert not settings.getbool("AUTOTHROTTLE_ENABLED")
+    assert not settings.getbool("ROBOTSTXT_OBEY")
+    assert settings.getint("CONCURRENT_REQUESTS_PER_DOMAIN") == 24
+    downloader = settings.getdict("DOWNLOADER_MIDDLEWARES")
+    spider = settings.getdict("SPIDER_MIDDLEWARES")
+    assert downloader["courtly.integrations.scrapy.middleware.CourtlyDownloaderMiddleware"] == 0
+    assert spider["courtly.integrations.scrapy.middleware.CourtlySpiderMiddleware"] == 0
+
+
+def test_addon_refuses_a_bad_configuration_at_start() -> None:
+    with pytest.raises(ValueError, match="COURTLY_STATE"):
+        CourtlyAddon().update_settings(Settings({"COURTLY_STORE": "sqlite"}))
