@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import random
 import shutil
 import signal
 import socket
@@ -46,6 +47,20 @@ def _free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def _free_cluster_port(rng: random.Random) -> int:
+    """A port that is free, and so is its cluster bus port (10,000 higher)."""
+    for _ in range(200):
+        port = rng.randrange(20_000, 50_000)
+        try:
+            for candidate in (port, port + 10_000):
+                with socket.socket() as sock:
+                    sock.bind(("127.0.0.1", candidate))
+        except OSError:
+            continue
+        return port
+    raise RuntimeError("no free pair of ports for a cluster node")
 
 
 def _answers(port: int) -> bool:
@@ -144,8 +159,21 @@ class RedisCluster:
         return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in self.ports)
 
     def start(self, masters: int = 3) -> RedisCluster:
+        try:
+            self._start(masters)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _start(self, masters: int) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="courtly-cluster-"))
-        self.ports = [_free_port() for _ in range(masters)]
+        rng = random.Random()
+        self.ports = []
+        while len(self.ports) < masters:
+            port = _free_cluster_port(rng)
+            if port not in self.ports:
+                self.ports.append(port)
         for port in self.ports:
             self.processes.append(
                 _start_server(
@@ -175,7 +203,6 @@ class RedisCluster:
             timeout=30,
         )
         _wait_until(self._ok, 15.0, "cluster_state:ok")
-        return self
 
     def _ok(self) -> bool:
         for port in self.ports:

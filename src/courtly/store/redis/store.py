@@ -230,9 +230,7 @@ class RedisStore:
         await self.open()
         shards = self._layout.shards
         k = max(8, 2 * max_leases + 2)
-        due, nexts = await self._index(k)
-        now_ms = now_at * 1000.0 + self._offset_ms
-        candidates = [shard for shard, at in due if at <= now_ms]
+        due_count, candidates, nexts = await self._index(k, now_at)
         self._rng.shuffle(candidates)
         visits = candidates[: max(1, max_leases)]
         asks = _split(max_leases, len(visits))
@@ -253,7 +251,7 @@ class RedisStore:
             if reply.next_ms is not None:
                 next_at = _least(next_at, self._to_caller(reply.next_ms))
         visited = set(visits)
-        if any(shard not in visited for shard in candidates):
+        if due_count > len(visited & set(candidates)):
             next_at = _least(next_at, now_at)
         for shard, at in nexts:
             if shard not in visited:
@@ -442,10 +440,14 @@ class RedisStore:
             return 0.0
         return (server_ms - self._offset_ms) / 1000.0
 
-    async def _index(self, k: int) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
-        """Apply the pending updates; the ``k`` earliest (shard, due ms) and (shard, next ms)."""
+    async def _index(
+        self, k: int, now_at: float | None
+    ) -> tuple[int, list[int], list[tuple[int, float]]]:
+        """Apply the pending updates; how many shards are due, up to ``k`` of them, and
+        the ``k`` earliest (shard, next ms)."""
         pending, self._pending = self._pending, {}
-        args: list[Any] = [k]
+        now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
+        args: list[Any] = [repr(now), k]
         for shard, (version, due, nxt) in pending.items():
             args.extend((shard, version, due, nxt))
         try:
@@ -457,11 +459,13 @@ class RedisStore:
             for shard, update in pending.items():
                 self._pending.setdefault(shard, update)
             raise
-        return _pairs(raw[0]), _pairs(raw[1])
+        if now_at is not None:
+            self._offset_ms = float(raw[0]) - now_at * 1000.0
+        return int(raw[1]), [int(shard) for shard in raw[2]], _pairs(raw[3])
 
     async def _flush_index(self) -> None:
         if self._pending:
-            await self._index(0)
+            await self._index(0, None)
 
     def _probe(self, shards: int) -> int | None:
         """The next shard to visit whatever the index says, once per probe interval."""
