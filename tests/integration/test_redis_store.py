@@ -14,14 +14,6 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import replace
 
 import pytest
-
-from courtly.archive.catalogue import CatalogueEntry
-from courtly.frontier.budget import BudgetConfig
-from courtly.frontier.config import QueueConfig
-from courtly.frontier.records import AddStatus, Lease, QueuedUrl
-from courtly.store.redis import RedisLayout, RedisStore
-from courtly.store.redis.address import connect
-from courtly.store.redis.codec import shard_of
 from tests.redis_servers import (
     RedisCluster,
     delete_crawl,
@@ -30,6 +22,14 @@ from tests.redis_servers import (
     standalone_url,
 )
 from tests.stores import DisposableRedisStore
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.frontier.budget import BudgetConfig
+from courtly.frontier.config import QueueConfig
+from courtly.frontier.records import AddStatus, Lease, QueuedUrl
+from courtly.store.redis import RedisLayout, RedisStore
+from courtly.store.redis.address import connect
+from courtly.store.redis.codec import shard_of
 
 pytestmark = pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
 
