@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import signal
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -126,8 +127,12 @@ main.add_command(sandbox)
 @click.option("--max-queued-per-host", type=int, help="Queue cap of one host [100000].")
 @click.option(
     "--store",
-    type=click.Choice(["sqlite", "memory"]),
-    help="Frontier backend [sqlite]; memory keeps nothing after exit.",
+    help="Frontier backend: sqlite [default], memory (nothing kept after exit), or a shared "
+    "Redis: redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT[,HOST:PORT...].",
+)
+@click.option(
+    "--crawl-name",
+    help="The crawl's name in a Redis store: processes with the same store and name join it.",
 )
 @click.option(
     "--durability",
@@ -256,18 +261,68 @@ def _live_status(directory: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and "frontier" in data else None
 
 
+def _open_shared(store: str | None, crawl_name: str | None) -> Any:
+    """The Redis store of ``--store URL --crawl-name NAME``; ``None`` without ``--store``."""
+    if store is None:
+        return None
+    from courtly.store.redis import RedisStore
+    from courtly.store.redis.address import connect, is_redis_url
+
+    if not is_redis_url(store):
+        raise click.UsageError(f"--store here takes a redis:// URL, not {store!r}")
+    if not crawl_name:
+        raise click.UsageError("--store needs --crawl-name NAME")
+    return RedisStore(connect(store), crawl_name)
+
+
+_SHARED_STORE = click.option("--store", help="A shared crawl's Redis URL (with --crawl-name).")
+_CRAWL_NAME = click.option("--crawl-name", help="The crawl's name in the --store.")
+
+
 @main.command()
 @click.option(
     "--state",
     "state_dir",
-    required=True,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
 )
+@_SHARED_STORE
+@_CRAWL_NAME
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
-def status(state_dir: Path, as_json: bool) -> None:
-    """Show the frontier and the last run of the crawl in --state DIR."""
+def status(
+    state_dir: Path | None, store: str | None, crawl_name: str | None, as_json: bool
+) -> None:
+    """Show the frontier and the last run of the crawl in --state DIR (or of the shared
+    crawl --crawl-name in --store)."""
+    shared = _open_shared(store, crawl_name)
+    if shared is None and state_dir is None:
+        raise click.UsageError("--state DIR (or --store URL --crawl-name NAME) is required")
+
+    async def read_shared() -> dict[str, Any]:
+        import time
+
+        from redis.exceptions import RedisError
+
+        try:
+            counts = await shared.counts(time.time())
+            last = await shared.get_blob("crawl", "last_run")
+            conf = await shared.get_blob("crawl", "config")
+        except RedisError as error:
+            raise click.ClickException(f"{store}: {error}") from None
+        finally:
+            await shared.aclose()
+        return {
+            "store": store,
+            "crawl_name": crawl_name,
+            "frontier": {k: getattr(counts, k) for k in counts.__dataclass_fields__},
+            "last_run": json.loads(last) if last else None,
+            "config": json.loads(conf) if conf else None,
+            "running": counts.leased > 0,
+        }
 
     async def read() -> dict[str, Any]:
+        if shared is not None:
+            return await read_shared()
+        assert state_dir is not None
         all_counts: list[FrontierCounts] = []
         runs: list[Any] = []
         confs: list[Any] = []
@@ -309,8 +364,13 @@ def status(state_dir: Path, as_json: bool) -> None:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
     f = data["frontier"]
-    click.echo(f"state      {state_dir}")
-    if data["running"]:
+    if shared is not None:
+        click.echo(f"crawl      {crawl_name} in {store}")
+    else:
+        click.echo(f"state      {state_dir}")
+    if data["running"] and shared is not None:
+        click.echo(f"running    {f['leased']} requests in flight")
+    elif data["running"]:
         click.echo("running    yes: figures from the crawl's last progress tick")
     click.echo(f"queued     {f['queued']} URLs over {f['hosts_active']} active hosts")
     click.echo(f"seen       {f['seen']} URLs; requests made {f['requests_made']}")
@@ -329,9 +389,10 @@ def status(state_dir: Path, as_json: bool) -> None:
 @click.option(
     "--state",
     "state_dir",
-    required=True,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
 )
+@_SHARED_STORE
+@_CRAWL_NAME
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @click.option(
     "--output",
@@ -339,14 +400,31 @@ def status(state_dir: Path, as_json: bool) -> None:
     type=click.Path(path_type=Path, dir_okay=False),
     help="Write here instead of standard output.",
 )
-def export(state_dir: Path, fmt: str, output: Path | None) -> None:
-    """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines."""
+def export(
+    state_dir: Path | None,
+    store: str | None,
+    crawl_name: str | None,
+    fmt: str,
+    output: Path | None,
+) -> None:
+    """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines: of the
+    crawl in --state DIR, or of the shared crawl --crawl-name in --store."""
     from courtly.archive.catalogue import export_jsonl
+
+    shared = _open_shared(store, crawl_name)
+    if shared is None and state_dir is None:
+        raise click.UsageError("--state DIR (or --store URL --crawl-name NAME) is required")
 
     async def write(out: Any) -> int:
         count = 0
-        for directory in _existing_dirs(state_dir):  # a partitioned crawl: one after the other
-            store = _open_existing(directory)
+        if shared is not None:
+            openers: list[Callable[[], Any]] = [lambda: shared]
+        else:
+            assert state_dir is not None
+            # a partitioned crawl: one directory after the other
+            openers = [functools.partial(_open_existing, d) for d in _existing_dirs(state_dir)]
+        for open_one in openers:
+            store = open_one()
             try:
                 batch = []
                 async for entry in store.catalogue():

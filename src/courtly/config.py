@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from courtly.errors import ConfigError
+from courtly.store.redis.address import is_redis_url
 
 __all__ = ["CrawlConfig", "check_user_agent", "load_toml"]
 
@@ -99,7 +100,12 @@ class CrawlConfig:
     max_body_bytes: int = 10 * 1024 * 1024
     robots_ttl_s: float = 86_400.0
     follow_sitemaps: bool = True
-    store: StoreKind = "sqlite"
+    store: StoreKind | str = "sqlite"
+    """``sqlite`` (in ``state_dir``), ``memory``, or a shared Redis frontier:
+    ``redis://HOST:PORT[/DB]`` or ``redis+cluster://HOST:PORT[,HOST:PORT...]``."""
+    crawl_name: str | None = None
+    """Names a crawl in a shared (Redis) store: every process with the same store and
+    name joins that crawl. Required with a Redis store."""
     durability: Literal["crash", "power"] = "crash"
     """``crash``: every step commits at once (no fsync): after ``kill -9`` only the
     requests in flight repeat; a power cut may repeat the last moments' fetches.
@@ -131,8 +137,15 @@ class CrawlConfig:
             raise ConfigError(f"host_key must be host or domain, not {self.host_key!r}")
         if self.durability not in ("crash", "power"):
             raise ConfigError(f"durability must be crash or power, not {self.durability!r}")
-        if self.store not in ("sqlite", "memory"):
-            raise ConfigError(f"store must be sqlite or memory, not {self.store!r}")
+        if self.store not in ("sqlite", "memory") and not is_redis_url(self.store):
+            raise ConfigError(f"store must be sqlite, memory or a redis:// URL, not {self.store!r}")
+        if is_redis_url(self.store) and not self.crawl_name:
+            raise ConfigError("a Redis store needs a crawl name (--crawl-name NAME)")
+        if is_redis_url(self.store) and self.processes > 1:
+            raise ConfigError(
+                "with a Redis store, start one courtly crawl per process (--processes 1): "
+                "they join the same crawl"
+            )
         for pattern in (*self.include, *self.exclude):
             try:
                 re.compile(pattern)

@@ -69,6 +69,7 @@ from courtly.robots import (
 from courtly.robots.persist import outcome_from_bytes, outcome_to_bytes
 from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
+from courtly.store.redis.address import is_redis_url
 from courtly.url import (
     DomainResolver,
     Scope,
@@ -188,9 +189,16 @@ OnPage = Callable[[Page], Awaitable[None] | None]
 
 
 def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
-    """The frontier store a config asks for: SQLite in ``state_dir`` (default) or memory."""
+    """The frontier store a config asks for: SQLite in ``state_dir`` (default), memory,
+    or the shared Redis crawl ``crawl_name`` at a ``redis://`` or ``redis+cluster://`` URL."""
     if config.store == "memory":
         return MemoryStore(queues, seen=BloomSeenSet(capacity=1_000_000))
+    if is_redis_url(config.store):
+        from courtly.store.redis import RedisStore  # the client library loads only when used
+        from courtly.store.redis.address import connect
+
+        assert config.crawl_name is not None  # CrawlConfig checks it
+        return RedisStore(connect(config.store), config.crawl_name, queues)
     from courtly.store.sqlite import SqliteStore  # the SQLite backend is optional at import
 
     config.state_dir.mkdir(parents=True, exist_ok=True)

@@ -68,6 +68,8 @@ __all__ = ["RedisLayout", "RedisStore"]
 _FENCED: Final = b"fenced"
 _NO_STATE: Final = ("", "", "", "", "0")
 _CATALOGUE_CHUNK: Final = 1000
+_CALLS_IN_FLIGHT: Final = 32
+"""Script calls one store has in flight at once (the client's pool holds 100 connections)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,7 @@ class RedisStore:
         self._scripts: dict[str, Any] = {}
         self._opened = False
         self._open_lock = asyncio.Lock()
+        self._calls = asyncio.Semaphore(_CALLS_IN_FLIGHT)
         self._offset_ms = 0.0
         self._pending: dict[int, tuple[int, str, str]] = {}
         self._probe_next = 0
@@ -420,9 +423,10 @@ class RedisStore:
     ) -> _Reply:
         now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
         config = f"{shard} {self._layout.shards} {self._rng.randrange(1 << 31)} {self._config_tail}"
-        raw = await self._scripts[name](
-            keys=[self._shard_prefix(shard) + "m"], args=[repr(now), config, *args]
-        )
+        async with self._calls:
+            raw = await self._scripts[name](
+                keys=[self._shard_prefix(shard) + "m"], args=[repr(now), config, *args]
+            )
         reply = _Reply(raw)
         if now_at is not None:
             self._offset_ms = reply.now_ms - now_at * 1000.0
@@ -585,14 +589,15 @@ class RedisStore:
         """Up to a chunk of a shard's catalogue from position ``start``: (order, entry)."""
         prefix = self._shard_prefix(shard)
         client = self._client
-        raw = await client.zrange(
-            prefix + "co", start, start + _CATALOGUE_CHUNK - 1, withscores=True
-        )
-        if not raw:
-            return []
-        urls = [member for member, _ in raw]
-        payloads = await client.hmget(prefix + "c", urls)
-        referrers = await client.hmget(prefix + "cr", urls)
+        async with self._calls:
+            raw = await client.zrange(
+                prefix + "co", start, start + _CATALOGUE_CHUNK - 1, withscores=True
+            )
+            if not raw:
+                return []
+            urls = [member for member, _ in raw]
+            payloads = await client.hmget(prefix + "c", urls)
+            referrers = await client.hmget(prefix + "cr", urls)
         return [
             (
                 float(score),
