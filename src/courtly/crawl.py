@@ -42,6 +42,7 @@ from courtly.config import CrawlConfig
 from courtly.errors import FetchError, InvalidURL, StateError
 from courtly.fetch.config import FetchConfig
 from courtly.fetch.http_fetcher import HttpFetcher
+from courtly.fetch.ip_gate import IpGate
 from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import FrontierConfig, QueueConfig
@@ -215,6 +216,15 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
     )
 
 
+def _shared_ip_gate(store: FrontierStore, config: CrawlConfig) -> IpGate | None:
+    """The per-IP cap across every process of a shared (Redis) crawl; ``None`` otherwise."""
+    from courtly.store.redis import RedisStore
+
+    if not isinstance(store, RedisStore):
+        return None
+    return store.ip_gate(config.per_ip, config.total_timeout_s + config.connect_timeout_s + 10.0)
+
+
 def build_crawler(
     config: CrawlConfig,
     *,
@@ -347,6 +357,7 @@ class Crawler:
                     hosts_file=self.config.hosts_file,
                 ),
                 self._clock,
+                ip_gate=_shared_ip_gate(self._store, self.config),
             )
             self._fetcher = http
         try:

@@ -239,3 +239,31 @@ async def test_the_first_fetcher_fixes_the_layout(crawl: tuple[str, str]) -> Non
     finally:
         await first.aclose()
         await later.aclose()
+
+
+async def test_the_ip_gate_caps_an_address_across_fetchers(crawl: tuple[str, str]) -> None:
+    one, two = fetcher(crawl), fetcher(crawl)
+    try:
+        gates = [one.ip_gate(2, hold_s=5.0), two.ip_gate(2, hold_s=5.0)]
+        held = 0
+        peak = 0
+
+        async def request(gate_index: int) -> None:
+            nonlocal held, peak
+            async with gates[gate_index].hold("127.0.0.9"):
+                held += 1
+                peak = max(peak, held)
+                await asyncio.sleep(0.01)
+                held -= 1
+
+        await asyncio.gather(*(request(i % 2) for i in range(24)))
+        assert peak == 2
+        # a slot whose holder died frees itself after hold_s
+        dead = one.ip_gate(1, hold_s=0.3)
+        await dead.hold("127.0.0.10").__aenter__()  # never left: its process "died"
+        alive = two.ip_gate(1, hold_s=0.3)
+        async with asyncio.timeout(3.0), alive.hold("127.0.0.10"):
+            pass
+    finally:
+        await one.aclose()
+        await two.aclose()

@@ -3,7 +3,7 @@
 Every shard script is the shard prelude (``shard.lua``: key layout, counters, the
 Bloom filter, the state machine's helpers) followed by the operation's own text,
 so each one runs as one atomic call on one shard's slot. ``index.lua`` and
-``meta.lua`` run on the crawl's own slot.
+``meta.lua`` run on the crawl's own slot; ``ip_gate.lua`` on an address's key.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Final
 __all__ = ["CRAWL_SCRIPTS", "SHARD_SCRIPTS", "script_text"]
 
 SHARD_SCRIPTS: Final = ("add", "complete", "counts", "fence", "host", "lease", "record", "release")
-CRAWL_SCRIPTS: Final = ("index", "meta")
+CRAWL_SCRIPTS: Final = ("index", "ip_gate", "meta")
 
 
 def _read(name: str) -> str:

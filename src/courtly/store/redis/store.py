@@ -61,6 +61,7 @@ from courtly.store.redis.codec import (
     shard_of,
     url_authority,
 )
+from courtly.store.redis.ip_gate import RedisIpGate
 from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_text
 
 __all__ = ["RedisLayout", "RedisStore"]
@@ -409,6 +410,10 @@ class RedisStore:
                 await self._flush_index()
         finally:
             await self._client.aclose()
+
+    def ip_gate(self, cap: int, hold_s: float) -> RedisIpGate:
+        """The crawl's per-IP cap of ``cap`` requests in flight, across every fetcher."""
+        return RedisIpGate(self._client, self._crawl, cap, hold_s, ready=self.open)
 
     # -- internals ----------------------------------------------------------------
 
