@@ -29,13 +29,17 @@ from typing import Any
 
 __all__ = [
     "RedisCluster",
+    "cluster_url",
     "delete_crawl",
     "have_redis_server",
     "new_crawl_name",
     "standalone_url",
+    "start_standalone",
+    "stop_server",
 ]
 
 _STANDALONE: list[str] = []
+_CLUSTER: list[RedisCluster] = []
 
 
 def have_redis_server() -> bool:
@@ -116,20 +120,35 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
+def start_standalone() -> tuple[str, subprocess.Popen[bytes]]:
+    """A new standalone server of its own (on a free port): its URL and process."""
+    port = _free_port()
+    process = _start_server(port, Path(tempfile.mkdtemp(prefix="courtly-redis-")))
+    _wait_until(lambda: _answers(port), 10.0, f"redis-server on port {port}")
+    return f"redis://127.0.0.1:{port}/0", process
+
+
+def stop_server(process: subprocess.Popen[bytes]) -> None:
+    """Stop a server this module started (by its PID)."""
+    _stop(process)
+
+
 def standalone_url() -> str:
     """A standalone Redis for the tests (see the module doc)."""
     if _STANDALONE:
         return _STANDALONE[0]
-    if _answers(6379):
-        url = "redis://127.0.0.1:6379/0"
-    else:
-        port = _free_port()
-        directory = Path(tempfile.mkdtemp(prefix="courtly-redis-"))
-        _start_server(port, directory)
-        _wait_until(lambda: _answers(port), 10.0, f"redis-server on port {port}")
-        url = f"redis://127.0.0.1:{port}/0"
+    url = "redis://127.0.0.1:6379/0" if _answers(6379) else start_standalone()[0]
     _STANDALONE.append(url)
     return url
+
+
+def cluster_url() -> str:
+    """A 3-master cluster for the tests, started on first use and stopped at exit."""
+    if not _CLUSTER:
+        cluster = RedisCluster().start()
+        atexit.register(cluster.stop)
+        _CLUSTER.append(cluster)
+    return _CLUSTER[0].url
 
 
 def new_crawl_name(label: str = "t") -> str:

@@ -16,7 +16,7 @@ from courtly.store.memory import MemoryStore
 from courtly.store.redis import RedisLayout, RedisStore
 from courtly.store.redis.address import connect
 from courtly.store.sqlite import SqliteStore
-from tests.redis_servers import delete_crawl, new_crawl_name, standalone_url
+from tests.redis_servers import cluster_url, delete_crawl, new_crawl_name, standalone_url
 
 StoreFactory = Callable[[Path, QueueConfig, random.Random], FrontierStore]
 
@@ -56,6 +56,10 @@ def redis_store(
 
 def _redis(_dir: Path, queues: QueueConfig, rng: random.Random) -> FrontierStore:
     return redis_store(standalone_url(), queues, rng)
+
+
+def _redis_cluster(_dir: Path, queues: QueueConfig, rng: random.Random) -> FrontierStore:
+    return redis_store(cluster_url(), queues, rng)
 
 
 STORE_FACTORIES: dict[str, StoreFactory] = {

@@ -216,6 +216,13 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
     )
 
 
+def _is_shared(store: FrontierStore) -> bool:
+    """True for a store that other crawl processes use at the same time (Redis)."""
+    from courtly.store.redis import RedisStore
+
+    return isinstance(store, RedisStore)
+
+
 def _shared_ip_gate(store: FrontierStore, config: CrawlConfig) -> IpGate | None:
     """The per-IP cap across every process of a shared (Redis) crawl; ``None`` otherwise."""
     from courtly.store.redis import RedisStore
@@ -300,6 +307,8 @@ class Crawler:
         self._token = product_token(config.user_agent)
         self._robots = RobotsCache(ttl_s=config.robots_ttl_s)
         self._robots_restored: set[tuple[str, str, int]] = set()
+        # a shared store's robots.txt cache is filled by every process: look again on a miss
+        self._robots_shared = _is_shared(self._store)
         self._traps = TrapConfig()
         self._scope: Scope | None = None
         self._sitemaps: set[str] = set()
@@ -580,7 +589,7 @@ class Crawler:
     async def _process(self, lease: Lease) -> None:
         authority = authority_of(lease.url)
         decision = self._robots.lookup(authority, self._clock.now())
-        if decision is None and authority not in self._robots_restored:
+        if decision is None and (self._robots_shared or authority not in self._robots_restored):
             decision = await self._restore_robots(authority)
         if decision is None:
             await self._fetch_robots(lease, authority)

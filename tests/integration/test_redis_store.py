@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 
 import pytest
 from tests.redis_servers import (
-    RedisCluster,
+    cluster_url,
     delete_crawl,
     have_redis_server,
     new_crawl_name,
@@ -36,21 +36,10 @@ pytestmark = pytest.mark.skipif(not have_redis_server(), reason="redis-server is
 NO_BUDGET = BudgetConfig(max_queued_per_host=None)
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[RedisCluster]:
-    running = RedisCluster().start()
-    try:
-        yield running
-    finally:
-        running.stop()
-
-
 @pytest.fixture(params=["standalone", "cluster"])
 def server_url(request: pytest.FixtureRequest) -> str:
-    if request.param == "cluster":
-        url: str = request.getfixturevalue("cluster").url
-        return url
-    return standalone_url()
+    """Standalone Redis, or the tests' 3-master cluster (started once, on first use)."""
+    return cluster_url() if request.param == "cluster" else standalone_url()
 
 
 @pytest.fixture

@@ -85,7 +85,7 @@ class RedisLayout:
     ``bloom_error`` over all of them.
     """
 
-    shards: int = 256
+    shards: int = 64
     bloom_capacity: int = 4096
     bloom_error: float = 1e-3
 
