@@ -69,6 +69,9 @@ __all__ = ["RedisLayout", "RedisStore"]
 _FENCED: Final = b"fenced"
 _NO_STATE: Final = ("", "", "", "", "0")
 _CATALOGUE_CHUNK: Final = 1000
+_LEASES_PER_VISIT: Final = 4
+"""A lease of ``n`` visits ``ceil(n / 4)`` due shards: fewer calls per lease; a shard with
+fewer ready hosts gives fewer, and the caller asks again."""
 _CALLS_IN_FLIGHT: Final = 32
 """Script calls one store has in flight at once (the client's pool holds 100 connections)."""
 
@@ -236,7 +239,7 @@ class RedisStore:
         k = max(8, 2 * max_leases + 2)
         due_count, candidates, nexts = await self._index(k, now_at)
         self._rng.shuffle(candidates)
-        visits = candidates[: max(1, max_leases)]
+        visits = candidates[: max(1, math.ceil(max_leases / _LEASES_PER_VISIT))]
         asks = _split(max_leases, len(visits))
         probe = self._probe(shards)
         if probe is not None and probe not in visits:
