@@ -132,7 +132,7 @@ def parallel_cycles(url: str, crawl: str, processes: int, seconds: float) -> flo
     ]
     for worker in workers:
         worker.start()
-    total = sum(queue.get(timeout=120) for _ in workers)
+    total = sum(int(queue.get(timeout=120)) for _ in workers)
     for worker in workers:
         worker.join()
     return total / seconds
