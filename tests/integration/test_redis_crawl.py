@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -178,6 +179,10 @@ def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
     assert report.duplicate_fetches <= CONCURRENCY, report.summary()
     assert report.max_in_flight_per_host == 1, report.summary()
     assert report.max_in_flight_per_ip <= PER_IP, report.summary()
+    # robots.txt once per host for the whole crawl (a shared cache), but for requests
+    # the killed fetcher had in flight
+    robots = Counter(r.host for r in records if r.path == "/robots.txt")
+    assert sum(n - 1 for n in robots.values()) <= CONCURRENCY, robots
     assert report.coverage >= COVERAGE_FLOOR, report.summary()
     runner = CliRunner()
     result = runner.invoke(cli_main, ["status", "--store", store, "--crawl-name", crawl, "--json"])
