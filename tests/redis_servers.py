@@ -166,7 +166,8 @@ async def delete_crawl(client: Any, crawl: str) -> int:
 
 @dataclass
 class RedisCluster:
-    """Three cluster-enabled masters on loopback, started and stopped by this object."""
+    """Cluster-enabled nodes on loopback (three masters, optionally a replica each),
+    started and stopped by this object."""
 
     ports: list[int] = field(default_factory=list)
     processes: list[subprocess.Popen[bytes]] = field(default_factory=list)
@@ -177,19 +178,19 @@ class RedisCluster:
         """The store URL of the cluster (every node as a startup node)."""
         return "redis+cluster://" + ",".join(f"127.0.0.1:{port}" for port in self.ports)
 
-    def start(self, masters: int = 3) -> RedisCluster:
+    def start(self, masters: int = 3, replicas: int = 0) -> RedisCluster:
         try:
-            self._start(masters)
+            self._start(masters, replicas)
         except BaseException:
             self.stop()
             raise
         return self
 
-    def _start(self, masters: int) -> None:
+    def _start(self, masters: int, replicas: int) -> None:
         self.directory = Path(tempfile.mkdtemp(prefix="courtly-cluster-"))
         rng = random.Random()
         self.ports = []
-        while len(self.ports) < masters:
+        while len(self.ports) < masters * (1 + replicas):
             port = _free_cluster_port(rng)
             if port not in self.ports:
                 self.ports.append(port)
@@ -214,6 +215,8 @@ class RedisCluster:
                 "--cluster",
                 "create",
                 *(f"127.0.0.1:{port}" for port in self.ports),
+                "--cluster-replicas",
+                str(replicas),
                 "--cluster-yes",
             ],
             check=True,
@@ -222,6 +225,20 @@ class RedisCluster:
             timeout=30,
         )
         _wait_until(self._ok, 15.0, "cluster_state:ok")
+        if replicas:
+            _wait_until(self._synced, 15.0, "replicas in sync")
+
+    def _synced(self) -> bool:
+        for port in self.ports:
+            out = subprocess.run(
+                ["redis-cli", "-p", str(port), "info", "replication"],
+                capture_output=True,
+                text=True,
+                timeout=5,
+            ).stdout
+            if "role:slave" in out and "master_link_status:up" not in out:
+                return False
+        return True
 
     def _ok(self) -> bool:
         for port in self.ports:
@@ -234,6 +251,12 @@ class RedisCluster:
             if "cluster_state:ok" not in out:
                 return False
         return True
+
+    def kill(self, port: int) -> None:
+        """SIGKILL the node on ``port`` (a crash: no shutdown, no save)."""
+        process = self.processes[self.ports.index(port)]
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait()
 
     def stop(self) -> None:
         for process in self.processes:

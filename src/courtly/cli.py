@@ -272,7 +272,7 @@ def _open_shared(store: str | None, crawl_name: str | None) -> Any:
         raise click.UsageError(f"--store here takes a redis:// URL, not {store!r}")
     if not crawl_name:
         raise click.UsageError("--store needs --crawl-name NAME")
-    return RedisStore(connect(store), crawl_name)
+    return RedisStore(connect(store), crawl_name, retry_s=5.0)
 
 
 _SHARED_STORE = click.option("--store", help="A shared crawl's Redis URL (with --crawl-name).")

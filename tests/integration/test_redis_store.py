@@ -15,6 +15,7 @@ from dataclasses import replace
 
 import pytest
 from tests.redis_servers import (
+    RedisCluster,
     cluster_url,
     delete_crawl,
     have_redis_server,
@@ -256,3 +257,46 @@ async def test_the_ip_gate_caps_an_address_across_fetchers(crawl: tuple[str, str
     finally:
         await one.aclose()
         await two.aclose()
+
+
+async def test_the_store_rides_out_a_master_failover() -> None:
+    """SIGKILL the master of a shard mid-crawl: its replica takes over, the store's calls
+    retry until it has, and every URL is still served (some twice: a lease or a
+    completion the dead master acknowledged but had not replicated)."""
+    cluster = RedisCluster().start(masters=3, replicas=1)
+    crawl = (cluster.url, new_crawl_name("failover"))
+    store = fetcher(crawl, queues=QueueConfig(max_back_queues=64))
+    try:
+        entries = urls(24, 6)
+        await store.add(entries, 0.0, NO_BUDGET)
+        victim_shard = shard_of("h0.test", 16)
+        node = store._client.get_node_from_key(store._shard_prefix(victim_shard) + "m")
+        served: list[str] = []
+        killed_at: float | None = None
+        resumed_after_s: float | None = None
+        loop = asyncio.get_running_loop()
+        for _ in range(3000):
+            batch = await store.lease(0.0, 2.0, 4)
+            if killed_at is not None and resumed_after_s is None and batch.leases:
+                resumed_after_s = loop.time() - killed_at
+            for lease in batch.leases:
+                served.append(lease.url)
+                state = replace(lease.host, next_allowed_at=0.0)
+                await store.complete(lease, state, (), 0.0, NO_BUDGET)
+            if killed_at is None and len(served) >= 30:
+                cluster.kill(node.port)
+                killed_at = loop.time()
+            if not batch.leases:
+                counts = await store.counts(0.0)
+                if counts.queued == 0 and counts.leased == 0:
+                    break
+                await asyncio.sleep(0.05)
+        assert killed_at is not None
+        assert set(served) == {e.url for e in entries}
+        print(
+            f"failover: served again {resumed_after_s:.1f} s after the kill; "
+            f"{len(served) - len(entries)} URLs served twice"
+        )
+    finally:
+        await store.aclose()
+        cluster.stop()

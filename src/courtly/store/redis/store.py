@@ -37,12 +37,22 @@ from __future__ import annotations
 
 import asyncio
 import heapq
+import logging
 import math
 import random
 import time
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
+
+from redis.exceptions import (
+    AuthenticationError,
+    AuthorizationError,
+    ClusterDownError,
+    TryAgainError,
+)
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.errors import StateError
@@ -66,6 +76,10 @@ from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_tex
 
 __all__ = ["RedisLayout", "RedisStore"]
 
+log = logging.getLogger(__name__)
+
+_TRANSIENT: Final = (RedisConnectionError, RedisTimeoutError, ClusterDownError, TryAgainError)
+"""Errors of a server that is down, restarting or failing over: retried."""
 _FENCED: Final = b"fenced"
 _NO_STATE: Final = ("", "", "", "", "0")
 _CATALOGUE_CHUNK: Final = 1000
@@ -140,6 +154,7 @@ class RedisStore:
         rng: random.Random | None = None,
         server_clock: bool = True,
         probe_interval_s: float = 0.05,
+        retry_s: float = 60.0,
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\n"):
             raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
@@ -151,6 +166,7 @@ class RedisStore:
         self._rng = rng or random.Random()
         self._server_clock = server_clock
         self._probe_interval_s = probe_interval_s
+        self._retry_s = retry_s
         self._scripts: dict[str, Any] = {}
         self._opened = False
         self._open_lock = asyncio.Lock()
@@ -361,12 +377,14 @@ class RedisStore:
 
     async def get_blob(self, namespace: str, key: str) -> bytes | None:
         await self.open()
-        value = await self._client.get(self._blob_key(namespace, key))
+        blob_key = self._blob_key(namespace, key)
+        value = await self._retrying(lambda: self._client.get(blob_key))
         return None if value is None else bytes(value)
 
     async def put_blob(self, namespace: str, key: str, value: bytes) -> None:
         await self.open()
-        await self._client.set(self._blob_key(namespace, key), bytes(value))
+        blob_key, data = self._blob_key(namespace, key), bytes(value)
+        await self._retrying(lambda: self._client.set(blob_key, data))
 
     async def host_state(self, host_key: str) -> HostState:
         await self.open()
@@ -431,10 +449,10 @@ class RedisStore:
     ) -> _Reply:
         now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
         config = f"{shard} {self._layout.shards} {self._rng.randrange(1 << 31)} {self._config_tail}"
+        keys = [self._shard_prefix(shard) + "m"]
+        script = self._scripts[name]
         async with self._calls:
-            raw = await self._scripts[name](
-                keys=[self._shard_prefix(shard) + "m"], args=[repr(now), config, *args]
-            )
+            raw = await self._retrying(lambda: script(keys=keys, args=[repr(now), config, *args]))
         reply = _Reply(raw)
         if now_at is not None:
             self._offset_ms = reply.now_ms - now_at * 1000.0
@@ -445,6 +463,26 @@ class RedisStore:
                 nxt = "" if reply.next_ms is None else repr(reply.next_ms)
                 self._pending[shard] = (reply.version, due, nxt)
         return reply
+
+    async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """``call()``, again while the server is unreachable or a cluster fails over, for
+        up to ``retry_s`` seconds. A script that ran but whose reply was lost runs twice:
+        ADD is absorbed by dedup, a second COMPLETE or RELEASE is fenced (the caller
+        then discards the result it already stored), a second LEASE leaves a lease
+        that expires unused."""
+        deadline = time.monotonic() + self._retry_s
+        delay_s = 0.05
+        while True:
+            try:
+                return await call()
+            except (AuthenticationError, AuthorizationError):
+                raise
+            except _TRANSIENT as error:
+                if time.monotonic() + delay_s > deadline:
+                    raise
+                log.warning("redis unavailable, retrying in %.2f s: %s", delay_s, error)
+                await asyncio.sleep(delay_s)
+                delay_s = min(1.0, delay_s * 2)
 
     def _to_caller(self, server_ms: float) -> float:
         """A server time (ms) on the caller's clock; 0 stays 0 (a host never held back)."""
@@ -462,11 +500,10 @@ class RedisStore:
         args: list[Any] = [repr(now), k]
         for shard, (version, due, nxt) in pending.items():
             args.extend((shard, version, due, nxt))
+        keys = [self._crawl_key + "due", self._crawl_key + "dv", self._crawl_key + "nx"]
+        script = self._scripts["index"]
         try:
-            raw = await self._scripts["index"](
-                keys=[self._crawl_key + "due", self._crawl_key + "dv", self._crawl_key + "nx"],
-                args=args,
-            )
+            raw = await self._retrying(lambda: script(keys=keys, args=args))
         except BaseException:
             for shard, update in pending.items():
                 self._pending.setdefault(shard, update)
