@@ -43,16 +43,8 @@ import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import cache
 from typing import Any, Final
-
-from redis.exceptions import (
-    AuthenticationError,
-    AuthorizationError,
-    ClusterDownError,
-    TryAgainError,
-)
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.errors import StateError
@@ -78,8 +70,24 @@ __all__ = ["RedisLayout", "RedisStore"]
 
 log = logging.getLogger(__name__)
 
-_TRANSIENT: Final = (RedisConnectionError, RedisTimeoutError, ClusterDownError, TryAgainError)
-"""Errors of a server that is down, restarting or failing over: retried."""
+
+@cache
+def _transient() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """The errors of a server that is down, restarting or failing over (retried), and
+    the ones among them that are not (a refused login). Imported on first use."""
+    from redis import exceptions
+
+    return (
+        (
+            exceptions.ConnectionError,
+            exceptions.TimeoutError,
+            exceptions.ClusterDownError,
+            exceptions.TryAgainError,
+        ),
+        (exceptions.AuthenticationError, exceptions.AuthorizationError),
+    )
+
+
 _FENCED: Final = b"fenced"
 _NO_STATE: Final = ("", "", "", "", "0")
 _CATALOGUE_CHUNK: Final = 1000
@@ -404,9 +412,13 @@ class RedisStore:
         for reply in replies:
             for i, value in enumerate(reply.rest):
                 total[i] += int(value)
-        front, back, active, ready, snoozed, parked, _inactive, _due, _held = total[:9]
+        front, back, active, ready, snoozed, parked, inactive, due, held = total[:9]
         leased, seen, requests, retired = total[9:]
+        # the scheduler's inactive-host figures, where this FrontierCounts has them
+        extra = {"hosts_inactive": inactive, "hosts_inactive_due": due, "hosts_held": held}
+        fields = FrontierCounts.__dataclass_fields__
         return FrontierCounts(
+            **{name: value for name, value in extra.items() if name in fields},
             queued=front + back,
             front_queued=front,
             back_queued=back,
@@ -472,12 +484,13 @@ class RedisStore:
         that expires unused."""
         deadline = time.monotonic() + self._retry_s
         delay_s = 0.05
+        transient, refused = _transient()
         while True:
             try:
                 return await call()
-            except (AuthenticationError, AuthorizationError):
+            except refused:
                 raise
-            except _TRANSIENT as error:
+            except transient as error:
                 if time.monotonic() + delay_s > deadline:
                     raise
                 log.warning("redis unavailable, retrying in %.2f s: %s", delay_s, error)
