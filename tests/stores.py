@@ -66,3 +66,11 @@ STORE_FACTORIES: dict[str, StoreFactory] = {
     "memory": _memory,
     "sqlite": _sqlite,
 }
+
+REDIS_STORE_FACTORIES: dict[str, StoreFactory] = {
+    "redis": _redis,
+    "redis-cluster": _redis_cluster,
+}
+"""Redis standalone and a 3-master cluster (one shard, the caller's clock): the contract
+suite runs them; the Hypothesis state machine does not in ``make test`` (minutes per
+backend over the network; it passes when run with these factories)."""

@@ -234,8 +234,8 @@ class RedisStore:
             queues = self._queues
             shards = self._layout.shards
             self._slots = max(1, math.ceil(queues.max_back_queues / shards))
-            inactive_s = getattr(queues, "inactive_after_s", 1e12)
-            scan = getattr(queues, "activation_scan", 256)
+            inactive_s = queues.inactive_after_s
+            scan = queues.activation_scan
             weights = " ".join(repr(w) for w in queues.weights)
             self._config_tail = (
                 f"{self._slots} {inactive_s * 1000.0!r} {scan} {queues.max_skips} "
@@ -414,11 +414,10 @@ class RedisStore:
                 total[i] += int(value)
         front, back, active, ready, snoozed, parked, inactive, due, held = total[:9]
         leased, seen, requests, retired = total[9:]
-        # the scheduler's inactive-host figures, where this FrontierCounts has them
-        extra = {"hosts_inactive": inactive, "hosts_inactive_due": due, "hosts_held": held}
-        fields = FrontierCounts.__dataclass_fields__
         return FrontierCounts(
-            **{name: value for name, value in extra.items() if name in fields},
+            hosts_inactive=inactive,
+            hosts_inactive_due=due,
+            hosts_held=held,
             queued=front + back,
             front_queued=front,
             back_queued=back,
