@@ -17,6 +17,12 @@
    ``cfid`` or ``cftoken`` whose value is a token of 8 or more characters (a classic crawler
    trap: every visit mints new URLs for the same pages).
 
+An http(s) URL without an authority is refused, although WHATWG parsers (browsers) read
+``http:///path``, ``http:/path`` and ``http:path`` as the host ``path``: a crawler must
+not guess a host out of a path. :func:`canonicalize` wants exactly two slashes (or
+backslashes, which browsers treat alike) and a host after ``http:``; :class:`UrlJoiner`
+returns ``None`` for an href with three or more of them (``http:///p``, ``///p``).
+
 The query is *not* sorted: the order of parameters is meaningful to some servers (and to the
 pages they return), and sorting costs time on every URL; a crawl that wants it can sort in its
 own rule. Parsing is yarl's; inputs yarl refuses or reads differently from a browser (a
@@ -70,6 +76,11 @@ def canonicalize(url: str, *, max_length: int = MAX_URL_LENGTH) -> str:
     text = _clean(url)
     if not text:
         raise InvalidURL("empty URL")
+    colon = text.find(":")
+    if 3 < colon < 6 and text[:colon].lower() in _DEFAULT_PORTS and _slashes(text, colon + 1) != 2:
+        raise InvalidURL(
+            f"no host in URL {text[:100]!r}: an http(s) URL is scheme://host/path (two slashes)"
+        )
     try:
         canonical = _serialize(URL(text))
     except InvalidURL:
@@ -187,11 +198,15 @@ class UrlJoiner:
         needs_whatwg = "\\" in text
         absolute = False
         colon = text.find(":")
+        if text[0] in _SEPARATORS and _slashes(text, 0) > 2:
+            return None  # "///path": no authority (browsers would make "path" the host)
         if colon >= 0:
             scheme = _SCHEME_PREFIX_RE.match(text)
             if scheme is not None:
                 if scheme.group(1).lower() not in _DEFAULT_PORTS:
                     return None
+                if _slashes(text, scheme.end()) > 2:
+                    return None  # "http:///path": no authority
                 # "http:page" is relative to an http base for browsers; yarl reads it otherwise.
                 absolute = text.startswith("//", scheme.end())
                 needs_whatwg = needs_whatwg or not absolute
@@ -265,6 +280,17 @@ class UrlJoiner:
         if query:
             return f"{self._origin}{path}?{query}"
         return f"{self._origin}{path}"
+
+
+_SEPARATORS: Final = "/\\"
+
+
+def _slashes(text: str, start: int) -> int:
+    """How many ``/`` or ``\\`` run from ``text[start]`` on."""
+    end = start
+    while end < len(text) and text[end] in _SEPARATORS:
+        end += 1
+    return end - start
 
 
 def _remove_dot_segments(path: str) -> str:
@@ -343,6 +369,8 @@ def _serialize(url: URL) -> str | None:
     scheme = url.scheme
     default_port = _DEFAULT_PORTS.get(scheme)
     if default_port is None:
+        if not scheme:
+            raise InvalidURL("not an absolute URL: it must start with http:// or https://")
         raise InvalidURL(f"not an http(s) URL: scheme {scheme!r}")
     host = url.raw_host
     if not host:
