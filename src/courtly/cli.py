@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import json
 import logging
 import os
@@ -228,8 +229,12 @@ def _setup_logging(verbose: int, quiet: bool, progress: LogProgress | RichProgre
 @click.option("--max-queued-per-host", type=int, help="Queue cap of one host [100000].")
 @click.option(
     "--store",
-    type=click.Choice(["sqlite", "memory"]),
-    help="Frontier backend [sqlite]; memory keeps nothing after exit.",
+    help="Frontier backend: sqlite [default], memory (nothing kept after exit), or a shared "
+    "Redis: redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT[,HOST:PORT...].",
+)
+@click.option(
+    "--crawl-name",
+    help="The crawl's name in a Redis store: processes with the same store and name join it.",
 )
 @click.option(
     "--durability",
@@ -423,24 +428,72 @@ def _live_status(directory: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and "frontier" in data else None
 
 
+def _open_shared(store: str | None, crawl_name: str | None) -> Any:
+    """The Redis store of ``--store URL --crawl-name NAME``; ``None`` without ``--store``."""
+    if store is None:
+        return None
+    from courtly.store.redis import RedisStore
+    from courtly.store.redis.address import connect, is_redis_url
+
+    if not is_redis_url(store):
+        raise click.UsageError(f"--store here takes a redis:// URL, not {store!r}")
+    if not crawl_name:
+        raise click.UsageError("--store needs --crawl-name NAME")
+    return RedisStore(connect(store), crawl_name, retry_s=5.0)
+
+
+_SHARED_STORE = click.option("--store", help="A shared crawl's Redis URL (with --crawl-name).")
+_CRAWL_NAME = click.option("--crawl-name", help="The crawl's name in the --store.")
+
+
 @main.command()
 @click.option(
     "--state",
     "state_dir",
-    required=True,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="The state directory of the crawl.",
 )
+@_SHARED_STORE
+@_CRAWL_NAME
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
-def status(state_dir: Path, as_json: bool) -> None:
-    """Show the frontier and the last run of the crawl in --state DIR.
+def status(
+    state_dir: Path | None, store: str | None, crawl_name: str | None, as_json: bool
+) -> None:
+    """Show the frontier and the last run of the crawl in --state DIR, or of the shared
+    crawl --crawl-name in a Redis --store.
 
     A crawl is shown as running only while it holds its state file's lock; its
     figures are then those of its last progress tick. Exit code 2 for a missing
     or damaged state file.
     """
+    shared = _open_shared(store, crawl_name)
+    if shared is None and state_dir is None:
+        raise click.UsageError("--state DIR (or --store URL --crawl-name NAME) is required")
+
+    async def read_shared() -> dict[str, Any]:
+        from redis.exceptions import RedisError
+
+        try:
+            counts = await shared.counts(time.time())
+            last = await shared.get_blob("crawl", "last_run")
+            conf = await shared.get_blob("crawl", "config")
+        except RedisError as error:
+            raise click.ClickException(f"{store}: {error}") from None
+        finally:
+            await shared.aclose()
+        return {
+            "store": store,
+            "crawl_name": crawl_name,
+            "frontier": {k: getattr(counts, k) for k in counts.__dataclass_fields__},
+            "last_run": json.loads(last) if last else None,
+            "config": json.loads(conf) if conf else None,
+            "running": counts.leased > 0,
+        }
 
     async def read() -> dict[str, Any]:
+        if shared is not None:
+            return await read_shared()
+        assert state_dir is not None
         all_counts: list[FrontierCounts] = []
         runs: list[Any] = []
         confs: list[Any] = []
@@ -498,18 +551,28 @@ def _counts_words(items: dict[str, int] | None) -> str:
 def _status_lines(data: dict[str, Any]) -> list[str]:
     """``courtly status`` in words."""
     f = data["frontier"]
-    lines = [f"state      {data['state_dir']}"]
-    if data["running"]:
-        age = data.get("progress_age_s")
-        when = f", {age:.0f} s ago" if age is not None else ""
-        lines.append(f"crawl      running (figures from its last progress tick{when})")
+    if data.get("crawl_name"):  # a shared crawl: its figures are live
+        lines = [f"crawl      {data['crawl_name']} in {data['store']}"]
+        if data["running"]:
+            lines.append(f"running    {f['leased']} requests in flight")
+        lines += [
+            f"queued     {f['queued']} URLs over {f['hosts_active']} active hosts",
+            f"seen       {f['seen']} URLs; requests made {f['requests_made']}",
+            f"hosts      {f['hosts_retired']} retired",
+        ]
     else:
-        lines.append("crawl      not running")
-    lines += [
-        f"queued     {f['queued']} URLs over {f['hosts_active']} active hosts",
-        f"seen       {f['seen']} URLs; requests made {f['requests_made']}",
-        f"hosts      {f['hosts_retired']} retired",
-    ]
+        lines = [f"state      {data['state_dir']}"]
+        if data["running"]:
+            age = data.get("progress_age_s")
+            when = f", {age:.0f} s ago" if age is not None else ""
+            lines.append(f"crawl      running (figures from its last progress tick{when})")
+        else:
+            lines.append("crawl      not running")
+        lines += [
+            f"queued     {f['queued']} URLs over {f['hosts_active']} active hosts",
+            f"seen       {f['seen']} URLs; requests made {f['requests_made']}",
+            f"hosts      {f['hosts_retired']} retired",
+        ]
     last = data["last_run"]
     if last:
         state = "running" if data["running"] else stop_reason_words(last.get("stop_reason"))
@@ -535,10 +598,11 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
 @click.option(
     "--state",
     "state_dir",
-    required=True,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
     help="The state directory of the crawl.",
 )
+@_SHARED_STORE
+@_CRAWL_NAME
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @click.option(
     "--output",
@@ -546,33 +610,50 @@ def _status_lines(data: dict[str, Any]) -> list[str]:
     type=click.Path(path_type=Path, dir_okay=False),
     help="Write here instead of standard output.",
 )
-def export(state_dir: Path, fmt: str, output: Path | None) -> None:
-    """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines.
+def export(
+    state_dir: Path | None,
+    store: str | None,
+    crawl_name: str | None,
+    fmt: str,
+    output: Path | None,
+) -> None:
+    """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines: of the
+    crawl in --state DIR, or of the shared crawl --crawl-name in a Redis --store.
 
     ``-o FILE`` appears whole or not at all. Exit code 2 for a missing, damaged or
     locked state file or an unwritable output.
     """
     from courtly.archive.catalogue import export_jsonl
 
+    shared = _open_shared(store, crawl_name)
+    if shared is None and state_dir is None:
+        raise click.UsageError("--state DIR (or --store URL --crawl-name NAME) is required")
+
     async def write(out: Any) -> int:
         count = 0
-        for directory in _existing_dirs(state_dir):  # a partitioned crawl: one after the other
-            store = _open_existing(directory)
+        if shared is not None:
+            openers: list[Callable[[], Any]] = [lambda: shared]
+        else:
+            assert state_dir is not None
+            # a partitioned crawl: one directory after the other
+            openers = [functools.partial(_open_existing, d) for d in _existing_dirs(state_dir)]
+        for open_one in openers:
+            opened = open_one()
             try:
                 batch = []
-                async for entry in store.catalogue():
+                async for entry in opened.catalogue():
                     batch.append(entry)
                     if len(batch) >= 1000:
                         count += export_jsonl(batch, out)
                         batch.clear()
                 count += export_jsonl(batch, out)
             finally:
-                await store.aclose()
+                await opened.aclose()
         return count
 
     with _expected_errors():
-        for directory in _existing_dirs(state_dir):  # refuse before creating the output
-            if not os.path.lexists(directory / STATE_FILE):
+        for directory in _existing_dirs(state_dir) if state_dir is not None else ():
+            if not os.path.lexists(directory / STATE_FILE):  # refuse before creating the output
                 _open_existing(directory)
         if output is None:
             count = run_async(write(sys.stdout))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from courtly.errors import ConfigError, InvalidURL
+from courtly.store.redis.address import is_redis_url
 from courtly.url.canonical import canonicalize
 
 __all__ = [
@@ -138,7 +139,12 @@ class CrawlConfig:
     max_body_bytes: int = 10 * 1024 * 1024
     robots_ttl_s: float = 86_400.0
     follow_sitemaps: bool = True
-    store: StoreKind = "sqlite"
+    store: StoreKind | str = "sqlite"
+    """``sqlite`` (in ``state_dir``), ``memory``, or a shared Redis frontier:
+    ``redis://HOST:PORT[/DB]`` or ``redis+cluster://HOST:PORT[,HOST:PORT...]``."""
+    crawl_name: str | None = None
+    """Names a crawl in a shared (Redis) store: every process with the same store and
+    name joins that crawl. Required with a Redis store."""
     durability: Literal["crash", "power"] = "crash"
     """``crash``: every step commits at once (no fsync): after ``kill -9`` only the
     requests in flight repeat; a power cut may repeat the last moments' fetches.
@@ -167,6 +173,17 @@ class CrawlConfig:
             raise ConfigError(
                 f"--max-delay ({self.max_delay_s:g} s) must not be below "
                 f"--min-delay ({self.min_delay_s:g} s)"
+            )
+        if self.store not in ("sqlite", "memory") and not is_redis_url(self.store):
+            raise ConfigError(
+                f"--store must be sqlite, memory or a redis:// URL, not {self.store!r}"
+            )
+        if is_redis_url(self.store) and not self.crawl_name:
+            raise ConfigError("a Redis store needs a crawl name (--crawl-name NAME)")
+        if is_redis_url(self.store) and self.processes > 1:
+            raise ConfigError(
+                "with a Redis store, start one courtly crawl per process (--processes 1): "
+                "they join the same crawl"
             )
         for pattern in (*self.include, *self.exclude):
             try:
@@ -244,7 +261,8 @@ _RULES: Final[dict[str, _Rule]] = {
     "max_body_bytes": _Rule("count", low=1),
     "robots_ttl_s": _Rule("seconds", low=0.0, above=True),
     "follow_sitemaps": _Rule("bool"),
-    "store": _Rule("choice", choices=("sqlite", "memory")),
+    "store": _Rule("text"),
+    "crawl_name": _Rule("text", optional=True),
     "durability": _Rule("choice", choices=("crash", "power")),
     "lease_ttl_s": _Rule("seconds", low=0.0, above=True),
     "progress_interval_s": _Rule("seconds", low=0.1),

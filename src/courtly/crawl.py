@@ -42,6 +42,7 @@ from courtly.config import CrawlConfig, shorten
 from courtly.errors import FetchError, InvalidURL, StateError
 from courtly.fetch.config import FetchConfig
 from courtly.fetch.http_fetcher import HttpFetcher
+from courtly.fetch.ip_gate import IpGate
 from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
@@ -69,6 +70,7 @@ from courtly.robots import (
 from courtly.robots.persist import outcome_from_bytes, outcome_to_bytes
 from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
+from courtly.store.redis.address import is_redis_url
 from courtly.url import (
     DomainResolver,
     JoinCache,
@@ -188,9 +190,16 @@ OnPage = Callable[[Page], Awaitable[None] | None]
 
 
 def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
-    """The frontier store a config asks for: SQLite in ``state_dir`` (default) or memory."""
+    """The frontier store a config asks for: SQLite in ``state_dir`` (default), memory,
+    or the shared Redis crawl ``crawl_name`` at a ``redis://`` or ``redis+cluster://`` URL."""
     if config.store == "memory":
         return MemoryStore(queues, seen=BloomSeenSet(capacity=1_000_000))
+    if is_redis_url(config.store):
+        from courtly.store.redis import RedisStore  # the client library loads only when used
+        from courtly.store.redis.address import connect
+
+        assert config.crawl_name is not None  # CrawlConfig checks it
+        return RedisStore(connect(config.store), config.crawl_name, queues)
     from courtly.store.sqlite import SqliteStore  # the SQLite backend is optional at import
 
     config.state_dir.mkdir(parents=True, exist_ok=True)
@@ -205,6 +214,22 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
         commit_interval_s=0.0 if crash else 0.2,
         synchronous="normal" if crash else "full",
     )
+
+
+def _is_shared(store: FrontierStore) -> bool:
+    """True for a store that other crawl processes use at the same time (Redis)."""
+    from courtly.store.redis import RedisStore
+
+    return isinstance(store, RedisStore)
+
+
+def _shared_ip_gate(store: FrontierStore, config: CrawlConfig) -> IpGate | None:
+    """The per-IP cap across every process of a shared (Redis) crawl; ``None`` otherwise."""
+    from courtly.store.redis import RedisStore
+
+    if not isinstance(store, RedisStore):
+        return None
+    return store.ip_gate(config.per_ip, config.total_timeout_s + config.connect_timeout_s + 10.0)
 
 
 def build_crawler(
@@ -285,6 +310,8 @@ class Crawler:
         self._token = product_token(config.user_agent)
         self._robots = RobotsCache(ttl_s=config.robots_ttl_s)
         self._robots_restored: set[tuple[str, str, int]] = set()
+        # a shared store's robots.txt cache is filled by every process: look again on a miss
+        self._robots_shared = _is_shared(self._store)
         self._traps = TrapConfig()
         self._join_cache = JoinCache()  # sibling pages repeat their hrefs
         self._scope: Scope | None = None
@@ -345,6 +372,7 @@ class Crawler:
                     hosts_file=self.config.hosts_file,
                 ),
                 self._clock,
+                ip_gate=_shared_ip_gate(self._store, self.config),
             )
             self._fetcher = http
         try:
@@ -569,7 +597,7 @@ class Crawler:
     async def _process(self, lease: Lease) -> None:
         authority = authority_of(lease.url)
         decision = self._robots.lookup(authority, self._clock.now())
-        if decision is None and authority not in self._robots_restored:
+        if decision is None and (self._robots_shared or authority not in self._robots_restored):
             decision = await self._restore_robots(authority)
         if decision is None:
             await self._fetch_robots(lease, authority)

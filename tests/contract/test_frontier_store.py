@@ -20,7 +20,7 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, HostState, Lease, QueuedUrl
 from courtly.store.base import FrontierStore
-from tests.stores import STORE_FACTORIES
+from tests.stores import REDIS_STORE_FACTORIES, STORE_FACTORIES
 
 T0 = 1_000.0
 TTL_S = 30.0
@@ -29,10 +29,10 @@ NO_BUDGET = BudgetConfig(max_queued_per_host=None)
 MakeStore = Callable[..., FrontierStore]
 
 
-@pytest.fixture(params=sorted(STORE_FACTORIES))
+@pytest.fixture(params=sorted(STORE_FACTORIES) + sorted(REDIS_STORE_FACTORIES))
 async def make(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[MakeStore]:
     """Build stores of the parametrized backend (each in its own directory); closed after."""
-    factory = STORE_FACTORIES[request.param]
+    factory = {**STORE_FACTORIES, **REDIS_STORE_FACTORIES}[request.param]
     made: list[FrontierStore] = []
 
     def build(queues: QueueConfig | None = None, seed: int = 0) -> FrontierStore:

@@ -31,6 +31,7 @@ from courtly.fetch.decoding import BodyDecoder, parse_content_encoding
 from courtly.fetch.dns import DnsCache, ResolverFn, getaddrinfo_addresses
 from courtly.fetch.guard import is_blocked_address
 from courtly.fetch.hosts import load_hosts_file, normalise_host_name
+from courtly.fetch.ip_gate import IpGate
 from courtly.fetch.pinning import PinnedResolver
 from courtly.fetch.records import FetchResult
 
@@ -70,6 +71,8 @@ class HttpFetcher:
     ``resolver_fn`` and ``dns_overrides`` replace the system resolver and extend the
     hosts file (tests and benchmarks map names to loopback addresses with them);
     ``guard`` replaces :func:`~courtly.fetch.is_blocked_address` (tests only).
+    ``ip_gate`` (a crawl shared by several processes) is asked for a slot of the
+    address as well, inside the local per-IP semaphore.
 
     :meth:`fetch` returns a :class:`~courtly.fetch.FetchResult` for every HTTP
     response, whatever its status, and raises :class:`~courtly.errors.FetchError`
@@ -88,6 +91,7 @@ class HttpFetcher:
         resolver_fn: ResolverFn = getaddrinfo_addresses,
         dns_overrides: dict[str, list[str]] | None = None,
         guard: Callable[[str], str | None] = is_blocked_address,
+        ip_gate: IpGate | None = None,
     ) -> None:
         self.config = config = config if config is not None else FetchConfig()
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -105,6 +109,7 @@ class HttpFetcher:
             timeout_s=config.connect_timeout_s,
         )
         self._guard = guard
+        self._ip_gate = ip_gate
         self._session: aiohttp.ClientSession | None = None
         self._closed = False
         self._pins: dict[str, _Pin] = {}
@@ -231,7 +236,10 @@ class HttpFetcher:
         slot.users += 1
         try:
             async with slot.semaphore:
-                return await self._exchange(session, url, target, ip)
+                if self._ip_gate is None:
+                    return await self._exchange(session, url, target, ip)
+                async with self._ip_gate.hold(ip):
+                    return await self._exchange(session, url, target, ip)
         finally:
             slot.users -= 1
             if not slot.users:

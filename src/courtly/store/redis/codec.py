@@ -1,0 +1,116 @@
+"""How the Redis store spells its values: queue entries, host states, catalogue rows.
+
+Pure functions, shared by the store and its tests. Times never appear here in
+absolute form: the store converts them between the caller's clock and the
+server's (see :mod:`courtly.store.redis.store`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import fields
+from typing import Final
+
+from xxhash import xxh3_64_intdigest
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.frontier.records import HostState
+
+__all__ = [
+    "bloom_hashes",
+    "decode_catalogue",
+    "decode_entry",
+    "decode_state",
+    "encode_catalogue",
+    "encode_entry",
+    "encode_state",
+    "shard_of",
+    "url_authority",
+]
+
+_STATE_FIELDS: Final = (
+    "last_fetch_s",
+    "latency_baseline_s",
+    "backoff_s",
+    "error_streak",
+    "parks",
+    "requests_made",
+    "crawl_delay_s",
+    "retired",
+)
+_CATALOGUE_DEFAULTS: Final = {
+    spec.name: spec.default for spec in fields(CatalogueEntry) if spec.name not in ("url",)
+}
+
+
+def url_authority(url: str) -> str:
+    """The ``host[:port]`` part of an absolute URL, as written."""
+    start = url.find("://") + 3
+    end = url.find("/", start)
+    return url[start : end if end >= 0 else len(url)]
+
+
+def shard_of(key: str, shards: int) -> int:
+    """The shard of a host key (or a URL's authority): xxh3-64 of its UTF-8 bytes mod ``shards``.
+
+    Stable across processes, machines and versions, so every fetcher agrees.
+    """
+    return xxh3_64_intdigest(key.encode()) % shards
+
+
+def bloom_hashes(url: str) -> tuple[int, int]:
+    """Two 32-bit halves of xxh3-64 of the URL; the second is odd (double hashing).
+
+    The Lua side derives bit ``i`` of a layer of ``m`` bits as ``(h1 + i*h2) mod m``,
+    exactly, in doubles (every term stays below 2**53).
+    """
+    value = xxh3_64_intdigest(url.encode())
+    return value >> 32, (value & 0xFFFF_FFFF) | 1
+
+
+def encode_entry(host_key: str, depth: int, url: str) -> str:
+    """A queue entry: ``"<depth> <url>"``, with ``@<host_key>`` after the depth only when
+    the host key is not the URL's authority (the Lua side reads it back the same way)."""
+    if url_authority(url) == host_key:
+        return f"{depth} {url}"
+    return f"{depth}@{host_key} {url}"
+
+
+def decode_entry(entry: str) -> tuple[int, str]:
+    """``(depth, url)`` of a queue entry."""
+    head, _, url = entry.partition(" ")
+    return int(head.partition("@")[0]), url
+
+
+def encode_state(state: HostState) -> str:
+    """Everything of a host's state but its key and next allowed time (kept apart)."""
+    return json.dumps([getattr(state, name) for name in _STATE_FIELDS], separators=(",", ":"))
+
+
+def decode_state(host_key: str, next_allowed_at: float, payload: str) -> HostState:
+    """The state :func:`encode_state` wrote (a fresh one for an empty payload)."""
+    if not payload:
+        return HostState(host_key, next_allowed_at)
+    values = json.loads(payload)
+    return HostState(host_key, next_allowed_at, **dict(zip(_STATE_FIELDS, values, strict=True)))
+
+
+def encode_catalogue(entry: CatalogueEntry) -> tuple[str, str]:
+    """``(payload, referrer)``: the fields that differ from their defaults as JSON (the
+    URL is the hash field, the referrer kept apart: the first one stays); ``""`` for
+    no referrer."""
+    payload = {
+        name: value
+        for name, default in _CATALOGUE_DEFAULTS.items()
+        if name != "referrer" and (value := getattr(entry, name)) != default
+    }
+    return json.dumps(payload, separators=(",", ":")), entry.referrer or ""
+
+
+def decode_catalogue(url: str, payload: str, referrer: str | None) -> CatalogueEntry:
+    """The entry of ``url``. A payload ``"D<depth>[ <skip_reason>]"`` is a row the Lua
+    scripts wrote (a discovery, or a URL dropped with its retired host)."""
+    if payload.startswith("D"):
+        depth, _, reason = payload[1:].partition(" ")
+        return CatalogueEntry(url, depth=int(depth), referrer=referrer, skip_reason=reason or None)
+    return CatalogueEntry(url, referrer=referrer, **json.loads(payload))

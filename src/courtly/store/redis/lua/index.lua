@@ -1,0 +1,26 @@
+-- INDEX (the crawl's own slot): KEYS[1] due zset (shard -> when it needs a visit),
+-- KEYS[2] version hash, KEYS[3] next zset (shard -> when its next lease could come).
+-- ARGV[1] now ms (negative: the server's TIME), ARGV[2] k, then (shard, version, due,
+-- next) updates, '' for none. An update older than the stored version of its shard is
+-- ignored, so updates may arrive in any order, from any fetcher.
+-- Returns {now, number of due shards, up to k due shards, k lowest next: shard, ms, ...}.
+local now = tonumber(ARGV[1])
+if now < 0 then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local k = tonumber(ARGV[2])
+for i = 3, #ARGV, 4 do
+  local shard, v = ARGV[i], tonumber(ARGV[i + 1])
+  if v > tonumber(redis.call('HGET', KEYS[2], shard) or '-1') then
+    redis.call('HSET', KEYS[2], shard, v)
+    if ARGV[i + 2] == '' then redis.call('ZREM', KEYS[1], shard)
+    else redis.call('ZADD', KEYS[1], ARGV[i + 2], shard) end
+    if ARGV[i + 3] == '' then redis.call('ZREM', KEYS[3], shard)
+    else redis.call('ZADD', KEYS[3], ARGV[i + 3], shard) end
+  end
+end
+if k == 0 then return {string.format('%.17g', now), 0, {}, {}} end
+return {string.format('%.17g', now), redis.call('ZCOUNT', KEYS[1], '-inf', now),
+  redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, k),
+  redis.call('ZRANGE', KEYS[3], 0, k - 1, 'WITHSCORES')}

@@ -1,0 +1,288 @@
+-- The shard prelude: every shard script starts with this text (the store joins them).
+--
+-- KEYS[1] is the shard's meta hash "<crawl>:{<crawl>.<s>}:m"; every other key the
+-- script touches is built from the same prefix, so one call touches one slot.
+-- ARGV[1]: now in ms, or a negative number for the server's TIME (the only clock of a
+-- crawl: the caller's own "now" is used by the contract tests only).
+-- ARGV[2]: "shard shards seed slots inactive_ms scan max_skips bloom_cap bloom_err w0 w1 ..."
+-- ARGV[3...]: the operation's own arguments.
+local P = string.sub(KEYS[1], 1, -2)
+local M = KEYS[1]
+local NOW = tonumber(ARGV[1])
+if NOW < 0 then
+  local t = redis.call('TIME')
+  NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local C = {}
+for v in string.gmatch(ARGV[2], '%S+') do C[#C + 1] = tonumber(v) end
+local SHARD, NSHARDS, SLOTS, INACTIVE, SCAN, MAXSKIPS = C[1], C[2], C[4], C[5], C[6], C[7]
+local BCAP, BERR = C[8], C[9]
+math.randomseed(C[3])
+local WEIGHTS = {}
+for i = 10, #C do WEIGHTS[#WEIGHTS + 1] = C[i] end
+local LEVELS = #WEIGHTS
+
+-- counters of the shard, read once and written back by finish()
+local meta = redis.call('HMGET', M, 'fs', 'bs', 'ac', 'tok', 'req', 'ret', 'ver', 'co')
+local fs = tonumber(meta[1] or '0')   -- URLs in the front tier
+local bs = tonumber(meta[2] or '0')   -- URLs in back queues, leased heads excluded
+local ac = tonumber(meta[3] or '0')   -- active hosts (holding a slot)
+local tok = tonumber(meta[4] or '0')  -- lease counter (token = tok * shards + shard)
+local req = tonumber(meta[5] or '0')  -- requests made by the shard's hosts
+local ret = tonumber(meta[6] or '0')  -- hosts retired
+local ver = tonumber(meta[7] or '0') + 1  -- state version, for the due index
+local co = tonumber(meta[8] or '0')   -- last catalogue order score
+local skips = nil                      -- front-level skip counters, read on first use
+
+local function fmt(x) return string.format('%.17g', x) end
+
+local function finish()
+  local args = {'HSET', M, 'fs', fs, 'bs', bs, 'ac', ac, 'tok', string.format('%.0f', tok),
+    'req', req, 'ret', ret, 'ver', ver, 'co', string.format('%.0f', co)}
+  if skips then
+    for i = 1, LEVELS do args[#args + 1] = 'sk' .. i; args[#args + 1] = skips[i] end
+  end
+  redis.call(unpack(args))
+end
+
+-- queue entries: "<depth> <url>", or "<depth>@<host> <url>" when the host key is not
+-- the URL's authority
+local function entry_url(e) return string.sub(e, string.find(e, ' ', 1, true) + 1) end
+local function entry_depth(e) return string.match(e, '^(%d+)') end
+local function entry_host(e)
+  local sp = string.find(e, ' ', 1, true)
+  local at = string.find(e, '@', 1, true)
+  if at and at < sp then return string.sub(e, at + 1, sp - 1) end
+  local s = string.find(e, '://', sp + 1, true) + 3
+  local slash = string.find(e, '/', s, true)
+  if slash then return string.sub(e, s, slash - 1) end
+  return string.sub(e, s)
+end
+
+-- the catalogue: c (url -> payload), cr (url -> first referrer), co (url by first write)
+local function cat_order(url)
+  co = math.max(co + 1, math.floor(NOW) * 1024)
+  redis.call('ZADD', P .. 'co', co, url)
+end
+local function cat_put(url, payload, referrer)
+  if redis.call('HSET', P .. 'c', url, payload) == 1 then cat_order(url) end
+  if referrer ~= '' then redis.call('HSETNX', P .. 'cr', url, referrer) end
+end
+local function cat_found(url, payload, referrer)
+  if redis.call('HSETNX', P .. 'c', url, payload) == 1 then
+    cat_order(url)
+    if referrer ~= '' then redis.call('HSETNX', P .. 'cr', url, referrer) end
+  end
+end
+-- records (url, payload, referrer) at ARGV[base...]; a referrer that starts with "\0"
+-- marks a discovery: written only if the URL has no entry yet
+local function cat_records(base, count)
+  for i = base, base + 3 * count - 1, 3 do
+    local referrer = ARGV[i + 2]
+    if string.byte(referrer, 1) == 0 then cat_found(ARGV[i], ARGV[i + 1], string.sub(referrer, 2))
+    else cat_put(ARGV[i], ARGV[i + 1], referrer) end
+  end
+  return base + 3 * count
+end
+local function drop_entry(e, reason)
+  cat_put(entry_url(e), 'D' .. entry_depth(e) .. ' host_retired:' .. reason, '')
+end
+
+-- the seen-set: a scalable Bloom filter; layer L holds BCAP * 2^L URLs at a false
+-- positive rate of BERR / 2^(L+1), so the rates of all layers sum below BERR
+local LN2 = math.log(2)
+local function layer(L)
+  local cap = BCAP * 2 ^ L
+  local m = math.ceil(-cap * math.log(BERR / 2 ^ (L + 1)) / (LN2 * LN2))
+  local k = math.max(1, math.floor(m / cap * LN2 + 0.5))
+  return cap, m, k
+end
+local function bits(op, key, h1, h2, m, k)
+  local args = {op, key}
+  for i = 0, k - 1 do
+    args[#args + 1] = (op == 'BITFIELD_RO') and 'GET' or 'SET'
+    args[#args + 1] = 'u1'
+    args[#args + 1] = (h1 + i * h2) % m
+    if op == 'BITFIELD' then args[#args + 1] = 1 end
+  end
+  return redis.call(unpack(args))
+end
+local function seen_add(h1, h2)
+  local layers = tonumber(redis.call('HGET', M, 'bl') or '1')
+  for L = 0, layers - 1 do
+    local _, m, k = layer(L)
+    local got = bits('BITFIELD_RO', P .. 's' .. L, h1, h2, m, k)
+    local all = true
+    for i = 1, k do
+      if got[i] == 0 then all = false; break end
+    end
+    if all then return false end
+  end
+  local L = layers - 1
+  local cap, m, k = layer(L)
+  if tonumber(redis.call('HGET', M, 'bc' .. L) or '0') >= cap then
+    L = layers
+    redis.call('HSET', M, 'bl', layers + 1)
+    cap, m, k = layer(L)
+  end
+  bits('BITFIELD', P .. 's' .. L, h1, h2, m, k)
+  redis.call('HINCRBY', M, 'bc' .. L, 1)
+  redis.call('HINCRBY', M, 'seen', 1)
+  return true
+end
+
+-- hosts: hn (next allowed ms), hs (opaque state), hr (retired reason), hq (URLs queued,
+-- front and back, leased head included), fail (hosts waiting because of failures)
+local function host_next(host) return tonumber(redis.call('HGET', P .. 'hn', host) or '0') end
+local function hq_add(host, n)
+  if n ~= 0 and redis.call('HINCRBY', P .. 'hq', host, n) <= 0 then
+    redis.call('HDEL', P .. 'hq', host)
+  end
+end
+
+-- held hosts: bl (host -> back queue length, leased head included), act (active hosts),
+-- r (ready heap of active unleased hosts), w (wake heap of inactive hosts),
+-- l (host -> current lease token), x (host -> lease expiry ms)
+local function place(host, at)
+  if at - NOW <= INACTIVE then
+    local active = redis.call('SISMEMBER', P .. 'act', host) == 1
+    if not active and ac < SLOTS then
+      redis.call('SADD', P .. 'act', host)
+      ac = ac + 1
+      active = true
+    end
+    if active then
+      redis.call('ZADD', P .. 'r', at, host)
+      return
+    end
+  elseif redis.call('SREM', P .. 'act', host) == 1 then
+    ac = ac - 1
+  end
+  redis.call('ZADD', P .. 'w', at, host)
+end
+
+local function let_go(host)
+  if redis.call('SREM', P .. 'act', host) == 1 then ac = ac - 1 end
+  redis.call('HDEL', P .. 'bl', host)
+end
+
+local function requeue(host)
+  local reason = redis.call('HGET', P .. 'hr', host)
+  if reason then
+    ret = ret + 1
+    local key = P .. 'b:' .. host
+    local dropped = redis.call('LRANGE', key, 0, -1)
+    redis.call('DEL', key)
+    bs = bs - #dropped
+    hq_add(host, -#dropped)
+    for _, e in ipairs(dropped) do drop_entry(e, reason) end
+    let_go(host)
+  elseif tonumber(redis.call('HGET', P .. 'bl', host) or '0') > 0 then
+    place(host, host_next(host))
+  else
+    let_go(host)
+  end
+end
+
+-- ADD of entries at ARGV[base...]: host cap, crawl cap (-1: none), referrer, then
+-- (host, level, entry, h1, h2, catalogue?) per URL; returns one status each
+local function add_entries(base)
+  local hostcap, crawlcap = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
+  local referrer = ARGV[base + 2]
+  local out = {}
+  for i = base + 3, #ARGV, 6 do
+    local host, entry = ARGV[i], ARGV[i + 2]
+    local status = 0
+    if redis.call('HEXISTS', P .. 'hr', host) == 1 then
+      status = 4
+    else
+      local queued = tonumber(redis.call('HGET', P .. 'hq', host) or '0')
+      if hostcap >= 0 or crawlcap >= 0 then
+        local q = queued
+        if redis.call('HEXISTS', P .. 'l', host) == 1 then q = q - 1 end
+        if hostcap >= 0 and q >= hostcap then status = 2
+        elseif crawlcap >= 0 and fs + bs >= crawlcap then status = 3 end
+      end
+      if status == 0 then
+        if not seen_add(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])) then
+          status = 1
+        else
+          local len = redis.call('HGET', P .. 'bl', host)
+          if len and tonumber(len) == queued then
+            redis.call('RPUSH', P .. 'b:' .. host, entry)
+            redis.call('HINCRBY', P .. 'bl', host, 1)
+            bs = bs + 1
+          else
+            local level = math.min(math.max(tonumber(ARGV[i + 1]), 0), LEVELS - 1)
+            redis.call('RPUSH', P .. 'f' .. level, entry)
+            fs = fs + 1
+          end
+          hq_add(host, 1)
+          if ARGV[i + 5] == '1' then
+            cat_found(entry_url(entry), 'D' .. entry_depth(entry), referrer)
+          end
+        end
+      end
+    end
+    out[#out + 1] = status
+  end
+  return out
+end
+
+-- END of a lease (complete, release): fence by token, then store the host's new state
+-- from ARGV[base...]: delta ms of next allowed from now ('' keeps the state, 'z' means
+-- 0), state payload, retired reason, failing flag, requests made since the lease
+local function end_lease(host, token, base)
+  if redis.call('HGET', P .. 'l', host) ~= token then return false end
+  redis.call('HDEL', P .. 'l', host)
+  redis.call('ZREM', P .. 'x', host)
+  local delta = ARGV[base]
+  if delta ~= '' then
+    local at = 0
+    if delta ~= 'z' then at = NOW + tonumber(delta) end
+    redis.call('HSET', P .. 'hn', host, fmt(at))
+    redis.call('HSET', P .. 'hs', host, ARGV[base + 1])
+    if ARGV[base + 2] ~= '' then redis.call('HSET', P .. 'hr', host, ARGV[base + 2])
+    else redis.call('HDEL', P .. 'hr', host) end
+    if ARGV[base + 3] == '1' then redis.call('SADD', P .. 'fail', host)
+    else redis.call('SREM', P .. 'fail', host) end
+    req = req + tonumber(ARGV[base + 4])
+  end
+  return true
+end
+
+local function head_score(key)
+  local head = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  if #head == 0 then return nil end
+  return tonumber(head[2])
+end
+local function least(a, b)
+  if a == nil then return b end
+  if b == nil then return a end
+  return math.min(a, b)
+end
+
+-- When the next lease could come (scheduler semantics: nil = only an end of a lease
+-- can bring one), and when the shard needs a visit (that, or a lease expiring).
+local function next_times(scan_spent)
+  local nxt = head_score(P .. 'r')
+  local due = nxt
+  if ac < SLOTS then
+    local wake = head_score(P .. 'w')
+    nxt = least(nxt, wake)
+    due = least(due, wake)
+    if fs > 0 then
+      due = least(due, NOW)
+      if scan_spent then nxt = least(nxt, NOW) end
+    end
+  end
+  due = least(due, head_score(P .. 'x'))
+  return nxt, due
+end
+
+-- every script returns {version, now, next, due, ...}; '' for a time that is none
+local function reply(nxt, due, rest)
+  local out = {ver, fmt(NOW), nxt and fmt(nxt) or '', due and fmt(due) or ''}
+  for _, v in ipairs(rest) do out[#out + 1] = v end
+  return out
+end

@@ -1,0 +1,686 @@
+"""The Redis store: one crawl's frontier in standalone Redis or Redis Cluster.
+
+Any number of fetcher processes, on any machines, that open the same server and
+crawl name share one frontier. The store keeps nothing between calls but a
+version-stamped hint of which shards are due; every step is one Lua script on
+one shard (see ``docs/distributed.md`` for the key layout and each script's
+contract).
+
+**Shards.** A crawl has ``shards`` logical shards, fixed when it is created (the
+crawl's meta hash). ``shard = xxh3-64(host key) mod shards``; every key of shard
+``s`` carries the hash tag ``{<crawl>.<s>}``, so a shard is one slot and each
+script touches one slot. Each shard runs the frontier's state machine (front
+tier, back queues, slots, ready and wake heaps, leases, Bloom seen-set) over its
+own hosts; the back-queue cap is split evenly between the shards.
+
+**Clocks.** The server's ``TIME`` is the only clock of a crawl: every script
+reads it, so fetchers with skewed clocks still agree on every lease expiry and
+next allowed time. A caller's ``now_at`` is used only to translate times: an
+absolute time the caller passes (``HostState.next_allowed_at``) is sent as an
+offset from ``now_at``, and a time that comes back (a lease's expiry, a host's
+next allowed time, ``next_ready_at``) is mapped onto the caller's clock by the
+same offset. ``server_clock=False`` makes the scripts take ``now_at`` itself as
+the time (the contract suite's fake clock); a real crawl never sets it.
+
+**Steps.** ``add`` groups URLs by shard, one ADD per shard. ``lease`` reads the
+due index (one call on the crawl's slot, which also applies the pending index
+updates) and calls LEASE on the due shards, the request split between them; it
+also probes one more shard, round robin, every ``probe_interval_s``, which
+bounds how stale a lost index update can make a shard. ``complete`` of a lease
+whose discoveries all fall in its own shard is one COMPLETE; otherwise a FENCE
+first checks (and extends) the lease, the discoveries go to their shards, then
+COMPLETE runs, fenced again: a crash in between leaves discoveries whose page
+is fetched again (dedup absorbs them), never a page whose links are lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import logging
+import math
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Final
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.errors import StateError
+from courtly.frontier.budget import BudgetConfig
+from courtly.frontier.config import QueueConfig
+from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
+from courtly.store.base import LeaseBatch
+from courtly.store.redis.codec import (
+    bloom_hashes,
+    decode_catalogue,
+    decode_entry,
+    decode_state,
+    encode_catalogue,
+    encode_entry,
+    encode_state,
+    shard_of,
+    url_authority,
+)
+from courtly.store.redis.ip_gate import RedisIpGate
+from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_text
+
+__all__ = ["RedisLayout", "RedisStore"]
+
+log = logging.getLogger(__name__)
+
+
+@cache
+def _transient() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """The errors of a server that is down, restarting or failing over (retried), and
+    the ones among them that are not (a refused login). Imported on first use."""
+    from redis import exceptions
+
+    return (
+        (
+            exceptions.ConnectionError,
+            exceptions.TimeoutError,
+            exceptions.ClusterDownError,
+            exceptions.TryAgainError,
+        ),
+        (exceptions.AuthenticationError, exceptions.AuthorizationError),
+    )
+
+
+_FENCED: Final = b"fenced"
+_NO_STATE: Final = ("", "", "", "", "0")
+_CATALOGUE_CHUNK: Final = 1000
+_LEASES_PER_VISIT: Final = 4
+"""A lease of ``n`` visits ``ceil(n / 4)`` due shards: fewer calls per lease; a shard with
+fewer ready hosts gives fewer, and the caller asks again."""
+_CALLS_IN_FLIGHT: Final = 32
+"""Script calls one store has in flight at once (the client's pool holds 100 connections)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RedisLayout:
+    """What a crawl fixes when it is created (kept in its meta hash; a later fetcher
+    reads it back, whatever it asked for).
+
+    ``shards`` logical shards (choose it large: it caps how many nodes the crawl can
+    spread over, and cannot change without rehashing every host); the seen-set of
+    each shard starts with a Bloom layer for ``bloom_capacity`` URLs and adds layers
+    of twice the capacity as it fills, with a false-positive rate below
+    ``bloom_error`` over all of them.
+    """
+
+    shards: int = 64
+    bloom_capacity: int = 4096
+    bloom_error: float = 1e-3
+
+    def __post_init__(self) -> None:
+        if self.shards < 1:
+            raise ValueError("shards must be >= 1")
+        if self.bloom_capacity < 1:
+            raise ValueError("bloom_capacity must be >= 1")
+        if not 0.0 < self.bloom_error < 1.0:
+            raise ValueError("bloom_error must be in (0, 1)")
+
+
+def _s(value: bytes | str) -> str:
+    return value.decode() if isinstance(value, bytes) else value
+
+
+class _Reply:
+    """The head every shard script returns: version, server now, next and due times."""
+
+    __slots__ = ("due_ms", "next_ms", "now_ms", "rest", "version")
+
+    def __init__(self, raw: list[Any]) -> None:
+        self.version = int(raw[0])
+        self.now_ms = float(raw[1])
+        self.next_ms = float(raw[2]) if raw[2] else None
+        self.due_ms = float(raw[3]) if raw[3] else None
+        self.rest: list[Any] = raw[4:]
+
+    @property
+    def fenced(self) -> bool:
+        return self.rest == [_FENCED]
+
+
+class RedisStore:
+    """A :class:`~courtly.store.base.FrontierStore` in Redis (see the module doc).
+
+    ``client`` is a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``
+    made with ``decode_responses=False``; the store closes it in :meth:`aclose`.
+    ``crawl`` names the crawl: it prefixes every key.
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        crawl: str,
+        queues: QueueConfig | None = None,
+        *,
+        layout: RedisLayout | None = None,
+        rng: random.Random | None = None,
+        server_clock: bool = True,
+        probe_interval_s: float = 0.05,
+        retry_s: float = 60.0,
+    ) -> None:
+        if not crawl or any(c in crawl for c in "{}: \t\n"):
+            raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
+        self._client = client
+        self._crawl = crawl
+        self._queues = queues or QueueConfig()
+        self._wanted = layout or RedisLayout()
+        self._layout = self._wanted
+        self._rng = rng or random.Random()
+        self._server_clock = server_clock
+        self._probe_interval_s = probe_interval_s
+        self._retry_s = retry_s
+        self._scripts: dict[str, Any] = {}
+        self._opened = False
+        self._open_lock = asyncio.Lock()
+        self._calls = asyncio.Semaphore(_CALLS_IN_FLIGHT)
+        self._offset_ms = 0.0
+        self._pending: dict[int, tuple[int, str, str]] = {}
+        self._probe_next = 0
+        self._probe_at = 0.0
+        self._config_tail = ""
+        self._slots = 1
+        self._crawl_key = f"{crawl}:{{{crawl}}}:"
+
+    # -- opening ------------------------------------------------------------
+
+    @property
+    def layout(self) -> RedisLayout:
+        """The crawl's layout (as stored, once the store has been used)."""
+        return self._layout
+
+    async def open(self) -> None:
+        """Load the scripts and read (or create) the crawl's layout; idempotent."""
+        async with self._open_lock:
+            if self._opened:
+                return
+            initialize = getattr(self._client, "initialize", None)
+            if initialize is not None:  # a cluster client: learn the slots first
+                await initialize()
+            for name in (*SHARD_SCRIPTS, *CRAWL_SCRIPTS):
+                self._scripts[name] = self._client.register_script(script_text(name))
+            wanted = self._wanted
+            raw = await self._scripts["meta"](
+                keys=[self._crawl_key + "meta"],
+                args=[
+                    "shards",
+                    wanted.shards,
+                    "bloom_capacity",
+                    wanted.bloom_capacity,
+                    "bloom_error",
+                    repr(wanted.bloom_error),
+                    "format",
+                    1,
+                ],
+            )
+            stored = {_s(raw[i]): _s(raw[i + 1]) for i in range(0, len(raw), 2)}
+            try:
+                if stored.get("format") != "1":
+                    raise ValueError(f"format {stored.get('format')!r}")
+                self._layout = RedisLayout(
+                    int(stored["shards"]),
+                    int(stored["bloom_capacity"]),
+                    float(stored["bloom_error"]),
+                )
+            except (KeyError, ValueError) as exc:
+                raise StateError(
+                    f"crawl {self._crawl!r}: unusable layout in Redis ({exc})"
+                ) from exc
+            queues = self._queues
+            shards = self._layout.shards
+            self._slots = max(1, math.ceil(queues.max_back_queues / shards))
+            inactive_s = queues.inactive_after_s
+            scan = queues.activation_scan
+            weights = " ".join(repr(w) for w in queues.weights)
+            self._config_tail = (
+                f"{self._slots} {inactive_s * 1000.0!r} {scan} {queues.max_skips} "
+                f"{self._layout.bloom_capacity} {self._layout.bloom_error!r} {weights}"
+            )
+            self._probe_next = self._rng.randrange(shards)
+            if self._server_clock:
+                seconds, micros = await self._client.time()
+                self._offset_ms = seconds * 1000.0 + micros / 1000.0 - time.time() * 1000.0
+            self._opened = True
+
+    # -- the seam -------------------------------------------------------------
+
+    async def add(
+        self, entries: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
+    ) -> list[AddStatus]:
+        await self.open()
+        statuses = await self._add(entries, now_at, budget, None)
+        await self._flush_index()
+        return statuses
+
+    async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
+        await self.open()
+        shards = self._layout.shards
+        k = max(8, 2 * max_leases + 2)
+        due_count, candidates, nexts = await self._index(k, now_at)
+        self._rng.shuffle(candidates)
+        visits = candidates[: max(1, math.ceil(max_leases / _LEASES_PER_VISIT))]
+        asks = _split(max_leases, len(visits))
+        probe = self._probe(shards)
+        if probe is not None and probe not in visits:
+            visits.append(probe)
+            asks.append(0 if candidates else max_leases)
+        replies = await asyncio.gather(
+            *(
+                self._shard_call("lease", shard, now_at, [ask, ttl_s * 1000.0])
+                for shard, ask in zip(visits, asks, strict=True)
+            )
+        )
+        leases: list[Lease] = []
+        next_at: float | None = None
+        for reply in replies:
+            leases.extend(self._leases(reply, now_at, ttl_s))
+            if reply.next_ms is not None:
+                next_at = _least(next_at, self._to_caller(reply.next_ms))
+        visited = set(visits)
+        if due_count > len(visited & set(candidates)):
+            next_at = _least(next_at, now_at)
+        for shard, at in nexts:
+            if shard not in visited:
+                next_at = _least(next_at, self._to_caller(at))
+                break
+        return LeaseBatch(tuple(leases), next_at)
+
+    async def complete(
+        self,
+        lease: Lease,
+        host: HostState,
+        discovered: Sequence[QueuedUrl],
+        now_at: float,
+        budget: BudgetConfig,
+        records: Sequence[CatalogueEntry] = (),
+    ) -> list[AddStatus] | None:
+        await self.open()
+        shards = self._layout.shards
+        shard = shard_of(lease.host_key, shards)
+        own: list[QueuedUrl] = []
+        own_at: list[int] = []
+        others: list[QueuedUrl] = []
+        others_at: list[int] = []
+        for i, entry in enumerate(discovered):
+            if shard_of(entry.host_key, shards) == shard:
+                own.append(entry)
+                own_at.append(i)
+            else:
+                others.append(entry)
+                others_at.append(i)
+        statuses: list[AddStatus] = [AddStatus.INVALID] * len(discovered)
+        if others:
+            ttl_ms = max(0.0, lease.expires_at - lease.leased_at) * 1000.0
+            fence = await self._shard_call(
+                "fence", shard, now_at, [lease.host_key, lease.token, ttl_ms]
+            )
+            if fence.fenced:
+                return None
+            for i, status in zip(
+                others_at, await self._add(others, now_at, budget, lease.url), strict=True
+            ):
+                statuses[i] = status
+        mine = [r for r in records if shard_of(url_authority(r.url), shards) == shard]
+        rest = [r for r in records if shard_of(url_authority(r.url), shards) != shard]
+        args: list[Any] = [lease.host_key, lease.token, *self._state_args(lease, host, now_at)]
+        args.append(len(mine))
+        for record in mine:
+            args.extend((record.url, *encode_catalogue(record)))
+        found_elsewhere = self._add_args(args, own, budget, lease.url, shard)
+        reply = await self._shard_call("complete", shard, now_at, args)
+        if reply.fenced:
+            return None
+        for i, raw in zip(own_at, reply.rest, strict=True):
+            statuses[i] = AddStatus(int(raw))
+        later = [
+            CatalogueEntry(entry.url, depth=entry.depth, referrer=lease.url)
+            for entry, status in zip(own, (statuses[i] for i in own_at), strict=True)
+            if status is AddStatus.QUEUED and entry in found_elsewhere
+        ]
+        await self._record(rest, found=later)
+        return statuses
+
+    async def release(self, lease: Lease, host: HostState | None, now_at: float) -> bool:
+        await self.open()
+        shard = shard_of(lease.host_key, self._layout.shards)
+        state = _NO_STATE if host is None else self._state_args(lease, host, now_at)
+        reply = await self._shard_call(
+            "release", shard, now_at, [lease.host_key, lease.token, *state]
+        )
+        return not reply.fenced
+
+    async def record(self, records: Sequence[CatalogueEntry]) -> None:
+        await self.open()
+        await self._record(records, found=())
+
+    async def catalogue(self) -> AsyncIterator[CatalogueEntry]:
+        """Every entry, in the order first written: exactly within a shard; across
+        shards by the server time of the first write (ms)."""
+        await self.open()
+        shards = range(self._layout.shards)
+        firsts = await asyncio.gather(*(self._catalogue_chunk(shard, 0) for shard in shards))
+        cursors: dict[int, tuple[list[tuple[float, CatalogueEntry]], int, int]] = {}
+        heads: list[tuple[float, int]] = []
+        for shard, chunk in zip(shards, firsts, strict=True):
+            if chunk:
+                cursors[shard] = (chunk, 0, 0)
+                heads.append((chunk[0][0], shard))
+        heapq.heapify(heads)
+        while heads:
+            _, shard = heapq.heappop(heads)
+            chunk, index, start = cursors[shard]
+            yield chunk[index][1]
+            index += 1
+            if index == len(chunk):
+                start += len(chunk)
+                chunk, index = await self._catalogue_chunk(shard, start), 0
+            cursors[shard] = (chunk, index, start)
+            if index < len(chunk):
+                heapq.heappush(heads, (chunk[index][0], shard))
+
+    async def get_blob(self, namespace: str, key: str) -> bytes | None:
+        await self.open()
+        blob_key = self._blob_key(namespace, key)
+        value = await self._retrying(lambda: self._client.get(blob_key))
+        return None if value is None else bytes(value)
+
+    async def put_blob(self, namespace: str, key: str, value: bytes) -> None:
+        await self.open()
+        blob_key, data = self._blob_key(namespace, key), bytes(value)
+        await self._retrying(lambda: self._client.set(blob_key, data))
+
+    async def host_state(self, host_key: str) -> HostState:
+        await self.open()
+        shard = shard_of(host_key, self._layout.shards)
+        reply = await self._shard_call("host", shard, None, [host_key])
+        next_ms, payload = _s(reply.rest[0]), _s(reply.rest[1])
+        if not next_ms and not payload:
+            return HostState(host_key)
+        return decode_state(host_key, self._to_caller(float(next_ms or 0)), payload)
+
+    async def counts(self, now_at: float) -> FrontierCounts:
+        await self.open()
+        replies = await asyncio.gather(
+            *(self._shard_call("counts", shard, now_at, []) for shard in range(self._layout.shards))
+        )
+        total = [0] * 13
+        for reply in replies:
+            for i, value in enumerate(reply.rest):
+                total[i] += int(value)
+        front, back, active, ready, snoozed, parked, inactive, due, held = total[:9]
+        leased, seen, requests, retired = total[9:]
+        return FrontierCounts(
+            hosts_inactive=inactive,
+            hosts_inactive_due=due,
+            hosts_held=held,
+            queued=front + back,
+            front_queued=front,
+            back_queued=back,
+            hosts_active=active,
+            hosts_ready=ready,
+            hosts_snoozed=snoozed,
+            hosts_parked=parked,
+            hosts_retired=retired,
+            leased=leased,
+            seen=seen,
+            requests_made=requests,
+        )
+
+    async def flush(self) -> None:
+        """Send the pending due-index updates; durability is the server's (its AOF)."""
+        if self._opened:
+            await self._flush_index()
+
+    async def aclose(self) -> None:
+        try:
+            if self._opened:
+                await self._flush_index()
+        finally:
+            await self._client.aclose()
+
+    def ip_gate(self, cap: int, hold_s: float) -> RedisIpGate:
+        """The crawl's per-IP cap of ``cap`` requests in flight, across every fetcher."""
+        return RedisIpGate(self._client, self._crawl, cap, hold_s, ready=self.open)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _shard_prefix(self, shard: int) -> str:
+        return f"{self._crawl}:{{{self._crawl}.{shard}}}:"
+
+    def _blob_key(self, namespace: str, key: str) -> str:
+        return f"{self._crawl}:blob:{namespace}:{key}"
+
+    async def _shard_call(
+        self, name: str, shard: int, now_at: float | None, args: Iterable[Any]
+    ) -> _Reply:
+        now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
+        config = f"{shard} {self._layout.shards} {self._rng.randrange(1 << 31)} {self._config_tail}"
+        keys = [self._shard_prefix(shard) + "m"]
+        script = self._scripts[name]
+        async with self._calls:
+            raw = await self._retrying(lambda: script(keys=keys, args=[repr(now), config, *args]))
+        reply = _Reply(raw)
+        if now_at is not None:
+            self._offset_ms = reply.now_ms - now_at * 1000.0
+        if not reply.fenced and name not in ("fence", "host", "counts"):
+            pending = self._pending.get(shard)
+            if pending is None or pending[0] < reply.version:
+                due = "" if reply.due_ms is None else repr(reply.due_ms)
+                nxt = "" if reply.next_ms is None else repr(reply.next_ms)
+                self._pending[shard] = (reply.version, due, nxt)
+        return reply
+
+    async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
+        """``call()``, again while the server is unreachable or a cluster fails over, for
+        up to ``retry_s`` seconds. A script that ran but whose reply was lost runs twice:
+        ADD is absorbed by dedup, a second COMPLETE or RELEASE is fenced (the caller
+        then discards the result it already stored), a second LEASE leaves a lease
+        that expires unused."""
+        deadline = time.monotonic() + self._retry_s
+        delay_s = 0.05
+        transient, refused = _transient()
+        while True:
+            try:
+                return await call()
+            except refused:
+                raise
+            except transient as error:
+                if time.monotonic() + delay_s > deadline:
+                    raise
+                log.warning("redis unavailable, retrying in %.2f s: %s", delay_s, error)
+                await asyncio.sleep(delay_s)
+                delay_s = min(1.0, delay_s * 2)
+
+    def _to_caller(self, server_ms: float) -> float:
+        """A server time (ms) on the caller's clock; 0 stays 0 (a host never held back)."""
+        if server_ms <= 0:
+            return 0.0
+        return (server_ms - self._offset_ms) / 1000.0
+
+    async def _index(
+        self, k: int, now_at: float | None
+    ) -> tuple[int, list[int], list[tuple[int, float]]]:
+        """Apply the pending updates; how many shards are due, up to ``k`` of them, and
+        the ``k`` earliest (shard, next ms)."""
+        pending, self._pending = self._pending, {}
+        now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
+        args: list[Any] = [repr(now), k]
+        for shard, (version, due, nxt) in pending.items():
+            args.extend((shard, version, due, nxt))
+        keys = [self._crawl_key + "due", self._crawl_key + "dv", self._crawl_key + "nx"]
+        script = self._scripts["index"]
+        try:
+            raw = await self._retrying(lambda: script(keys=keys, args=args))
+        except BaseException:
+            for shard, update in pending.items():
+                self._pending.setdefault(shard, update)
+            raise
+        if now_at is not None:
+            self._offset_ms = float(raw[0]) - now_at * 1000.0
+        return int(raw[1]), [int(shard) for shard in raw[2]], _pairs(raw[3])
+
+    async def _flush_index(self) -> None:
+        if self._pending:
+            await self._index(0, None)
+
+    def _probe(self, shards: int) -> int | None:
+        """The next shard to visit whatever the index says, once per probe interval."""
+        now = time.monotonic()
+        if now < self._probe_at:
+            return None
+        self._probe_at = now + self._probe_interval_s
+        shard = self._probe_next
+        self._probe_next = (shard + 1) % shards
+        return shard
+
+    def _leases(self, reply: _Reply, now_at: float, ttl_s: float) -> list[Lease]:
+        out: list[Lease] = []
+        rest = reply.rest
+        for i in range(0, len(rest), 5):
+            host_key = _s(rest[i])
+            depth, url = decode_entry(_s(rest[i + 2]))
+            state = decode_state(host_key, self._to_caller(float(rest[i + 3])), _s(rest[i + 4]))
+            out.append(Lease(int(rest[i + 1]), host_key, url, depth, now_at, now_at + ttl_s, state))
+        return out
+
+    def _state_args(self, lease: Lease, host: HostState, now_at: float) -> tuple[str, ...]:
+        if host.next_allowed_at == 0.0:
+            delta = "z"
+        else:
+            delta = repr((host.next_allowed_at - now_at) * 1000.0)
+        failing = "1" if host.error_streak + host.parks else "0"
+        requests = max(0, host.requests_made - lease.host.requests_made)
+        return (delta, encode_state(host), host.retired or "", failing, str(requests))
+
+    def _add_args(
+        self,
+        args: list[Any],
+        entries: Sequence[QueuedUrl],
+        budget: BudgetConfig,
+        referrer: str | None,
+        shard: int,
+    ) -> set[QueuedUrl]:
+        """Append ADD's arguments to ``args``; the entries whose catalogue row belongs to
+        another shard (written after the step, when the URL was queued)."""
+        shards = self._layout.shards
+        host_cap = -1 if budget.max_queued_per_host is None else budget.max_queued_per_host
+        crawl_cap = -1 if budget.max_queued is None else math.ceil(budget.max_queued / shards)
+        args.extend((host_cap, crawl_cap, referrer or ""))
+        elsewhere: set[QueuedUrl] = set()
+        for entry in entries:
+            h1, h2 = bloom_hashes(entry.url)
+            here = referrer is not None and shard_of(url_authority(entry.url), shards) == shard
+            if referrer is not None and not here:
+                elsewhere.add(entry)
+            args.extend(
+                (
+                    entry.host_key,
+                    entry.level,
+                    encode_entry(entry.host_key, entry.depth, entry.url),
+                    h1,
+                    h2,
+                    "1" if here else "0",
+                )
+            )
+        return elsewhere
+
+    async def _add(
+        self,
+        entries: Sequence[QueuedUrl],
+        now_at: float,
+        budget: BudgetConfig,
+        referrer: str | None,
+    ) -> list[AddStatus]:
+        """ADD per shard (concurrently); statuses in the order of ``entries``; the new
+        URLs catalogued (with ``referrer``) when one is given."""
+        shards = self._layout.shards
+        groups: dict[int, list[int]] = {}
+        for i, entry in enumerate(entries):
+            groups.setdefault(shard_of(entry.host_key, shards), []).append(i)
+        statuses: list[AddStatus] = [AddStatus.INVALID] * len(entries)
+        later: list[CatalogueEntry] = []
+
+        async def one(shard: int, indexes: list[int]) -> None:
+            group = [entries[i] for i in indexes]
+            args: list[Any] = []
+            elsewhere = self._add_args(args, group, budget, referrer, shard)
+            reply = await self._shard_call("add", shard, now_at, args)
+            for i, entry, raw in zip(indexes, group, reply.rest, strict=True):
+                statuses[i] = status = AddStatus(int(raw))
+                if status is AddStatus.QUEUED and entry in elsewhere:
+                    later.append(CatalogueEntry(entry.url, depth=entry.depth, referrer=referrer))
+
+        await asyncio.gather(*(one(shard, indexes) for shard, indexes in groups.items()))
+        await self._record((), found=later)
+        return statuses
+
+    async def _record(
+        self, records: Sequence[CatalogueEntry], *, found: Sequence[CatalogueEntry]
+    ) -> None:
+        """RECORD per catalogue shard: ``records`` replace, ``found`` only fill gaps."""
+        shards = self._layout.shards
+        groups: dict[int, list[Any]] = {}
+        for record in records:
+            payload, referrer = encode_catalogue(record)
+            shard = shard_of(url_authority(record.url), shards)
+            groups.setdefault(shard, []).extend((record.url, payload, referrer))
+        for record in found:
+            shard = shard_of(url_authority(record.url), shards)
+            payload = f"D{record.depth}"
+            groups.setdefault(shard, []).extend(
+                (record.url, payload, "\0" + (record.referrer or ""))
+            )
+        await asyncio.gather(
+            *(
+                self._shard_call("record", shard, None, [len(args) // 3, *args])
+                for shard, args in groups.items()
+            )
+        )
+
+    async def _catalogue_chunk(self, shard: int, start: int) -> list[tuple[float, CatalogueEntry]]:
+        """Up to a chunk of a shard's catalogue from position ``start``: (order, entry)."""
+        prefix = self._shard_prefix(shard)
+        client = self._client
+        async with self._calls:
+            raw = await client.zrange(
+                prefix + "co", start, start + _CATALOGUE_CHUNK - 1, withscores=True
+            )
+            if not raw:
+                return []
+            urls = [member for member, _ in raw]
+            payloads = await client.hmget(prefix + "c", urls)
+            referrers = await client.hmget(prefix + "cr", urls)
+        return [
+            (
+                float(score),
+                decode_catalogue(
+                    _s(url), _s(payload or b"{}"), None if referrer is None else _s(referrer)
+                ),
+            )
+            for (url, score), payload, referrer in zip(raw, payloads, referrers, strict=True)
+        ]
+
+
+def _pairs(raw: list[Any]) -> list[tuple[int, float]]:
+    return [(int(raw[i]), float(raw[i + 1])) for i in range(0, len(raw), 2)]
+
+
+def _split(total: int, parts: int) -> list[int]:
+    """``total`` split into ``parts`` near-equal non-negative shares."""
+    if parts == 0:
+        return []
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+def _least(a: float | None, b: float | None) -> float | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return min(a, b)

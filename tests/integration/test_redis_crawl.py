@@ -1,0 +1,208 @@
+"""Several ``courtly crawl`` processes on one Redis crawl of the sandbox web.
+
+Each process has its own ``--state`` directory (its WARC files); the frontier, the
+seen-set, the host states, the robots.txt cache and the catalogue live in Redis.
+The sandbox's request log is audited: one request in flight per host and every
+gap honoured across the processes, the per-IP cap of the whole crawl held. A
+fetcher killed with SIGKILL mid-crawl loses nothing: its leases expire, their URLs
+come back at the head of their queues, and every page is still fetched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+import pytest
+from click.testing import CliRunner
+from tests.redis_servers import delete_crawl, have_redis_server, new_crawl_name, standalone_url
+
+from courtly.cli import main as cli_main
+from courtly.cli import run_async
+from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec, audit
+from courtly.store.redis.address import connect
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import MIN_DELAY_S, PER_IP, UA, LiveWeb
+else:  # tests/integration is no package: pytest imports its conftest as "conftest"
+    from conftest import MIN_DELAY_S, PER_IP, UA, LiveWeb
+
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed"),
+]
+
+COVERAGE_FLOOR = 0.97
+"""As for one process on the local store (tests/integration/test_crawl.py)."""
+FINISH_WITHIN_S = 150.0
+"""A bound against a hang only: measured about 15 s on a quiet machine, 45 s under load."""
+LEASE_TTL_S = 8.0
+"""Short, so that the leases of a killed fetcher come back within the test, and still
+longer than a lease lasts on a loaded machine (a lease that outlives its TTL is fetched
+again by another fetcher: a duplicate, and the late completion is fenced)."""
+CONCURRENCY = 8
+
+
+def finite_spec() -> SandboxSpec:
+    """The small web without what keeps a crawl from ever running dry (see test_parallel)."""
+    finite = tuple(v for v in ROBOTS_VARIANTS if v not in ("server_error", "hang"))
+    return replace(
+        SandboxSpec.small(),
+        trap_hosts=0,
+        dead_hosts=0,
+        robots_variants=finite,
+        pages_per_host=8,
+        special_pages=False,  # no 11 MB page, whose archiving outlasts a short lease
+    )
+
+
+def crawl_command(web: LiveWeb, store: str, crawl: str, state: Path) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "courtly",
+        "crawl",
+        *web.server.seeds,
+        "--store",
+        store,
+        "--crawl-name",
+        crawl,
+        "--state",
+        str(state),
+        "--user-agent",
+        UA,
+        "--hosts-file",
+        str(web.server.hosts_file),
+        "--allow-private-networks",
+        "--min-delay",
+        str(MIN_DELAY_S),
+        "--per-ip",
+        str(PER_IP),
+        "--concurrency",
+        str(CONCURRENCY),
+        "--connect-timeout",
+        "1",
+        "--timeout",
+        "2",
+        "--progress-interval",
+        "0.5",
+        "--config",
+        str(state.parent / f"{state.name}.toml"),
+    ]
+
+
+def start_fetcher(web: LiveWeb, store: str, crawl: str, state: Path) -> subprocess.Popen[bytes]:
+    state.parent.mkdir(parents=True, exist_ok=True)
+    (state.parent / f"{state.name}.toml").write_text(f"lease_ttl_s = {LEASE_TTL_S}\n")
+    with (state.parent / f"{state.name}.log").open("wb") as log:
+        return subprocess.Popen(
+            crawl_command(web, store, crawl, state), stdout=subprocess.DEVNULL, stderr=log
+        )
+
+
+def wait_all(processes: list[subprocess.Popen[bytes]]) -> list[int]:
+    deadline = time.monotonic() + FINISH_WITHIN_S
+    codes: list[int] = []
+    for process in processes:
+        try:
+            codes.append(process.wait(max(1.0, deadline - time.monotonic())))
+        except subprocess.TimeoutExpired:
+            for other in processes:
+                if other.poll() is None:
+                    os.kill(other.pid, signal.SIGKILL)
+            raise
+    return codes
+
+
+def _has_archived(state: Path) -> bool:
+    return any(path.stat().st_size > 0 for path in (state / "warc").glob("*.warc*"))
+
+
+@pytest.fixture
+def shared_crawl() -> Iterator[tuple[str, str]]:
+    store, crawl = standalone_url(), new_crawl_name("crawl")
+    yield store, crawl
+    run_async(_cleanup(store, crawl))
+
+
+async def _cleanup(store: str, crawl: str) -> None:
+    client = connect(store)
+    try:
+        await delete_crawl(client, crawl)
+    finally:
+        await client.aclose()
+
+
+def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
+    tmp_path: Path, shared_crawl: tuple[str, str]
+) -> None:
+    store, crawl = shared_crawl
+    web = LiveWeb(finite_spec(), tmp_path / "web")
+    try:
+        first = start_fetcher(web, store, crawl, tmp_path / "a")
+        doomed = start_fetcher(web, store, crawl, tmp_path / "b")
+        # let the doomed fetcher take leases, then kill it mid-crawl
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and not _has_archived(tmp_path / "b"):
+            time.sleep(0.05)
+        time.sleep(0.5)
+        os.kill(doomed.pid, signal.SIGKILL)
+        doomed.wait()
+        late = start_fetcher(web, store, crawl, tmp_path / "c")
+        codes = wait_all([first, late])
+        assert codes == [0, 0], [(tmp_path / f"{n}.log").read_text() for n in "ac"]
+        records = web.records()
+    finally:
+        web.stop()
+    report = audit(
+        records,
+        spec_or_truth=web.server.truth,
+        min_delay_s=MIN_DELAY_S,
+        per_ip_cap=PER_IP,  # the cap of the whole crawl, not of one fetcher
+        user_agent_token="courtly",
+        seeds=web.server.seeds,
+    )
+    print(report.summary())
+    # the killed fetcher's requests in flight are made again once their leases expire:
+    # the only duplicates, and no other violation of any kind
+    assert report.violations == report.duplicate_fetches, report.summary()
+    assert report.duplicate_fetches <= CONCURRENCY, report.summary()
+    assert report.max_in_flight_per_host == 1, report.summary()
+    assert report.max_in_flight_per_ip <= PER_IP, report.summary()
+    # robots.txt once per host for the whole crawl (a shared cache), but for requests
+    # the killed fetcher had in flight
+    robots = Counter(r.host for r in records if r.path == "/robots.txt")
+    assert sum(n - 1 for n in robots.values()) <= CONCURRENCY, robots
+    assert report.coverage >= COVERAGE_FLOOR, report.summary()
+    runner = CliRunner()
+    result = runner.invoke(cli_main, ["status", "--store", store, "--crawl-name", crawl, "--json"])
+    assert result.exit_code == 0, result.output
+    frontier = json.loads(result.output)["frontier"]
+    assert frontier["queued"] == 0 and frontier["leased"] == 0
+    exported = tmp_path / "catalogue.jsonl"
+    result = runner.invoke(
+        cli_main, ["export", "--store", store, "--crawl-name", crawl, "-o", str(exported)]
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    assert len(rows) == len({row["url"] for row in rows})
+    catalogued = {(urlsplit(row["url"]).hostname, urlsplit(row["url"]).path) for row in rows}
+    # every page served is in the catalogue, whichever fetcher asked for it (fetched, or
+    # an error such as a timeout on a loaded machine); the killed fetcher's requests in
+    # flight may have been made twice, never lost
+    served = {
+        (r.host.partition(":")[0], r.path) for r in records if not r.path.startswith("/robots")
+    }
+    assert served - catalogued == set()
+    fetched = sum(1 for row in rows if row["status"] is not None)
+    assert fetched >= COVERAGE_FLOOR * len(served), (fetched, len(served))

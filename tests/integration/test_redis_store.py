@@ -1,0 +1,302 @@
+"""The Redis store beyond the contract suite: the server's clock, many shards, several
+fetchers on one crawl, the scalable Bloom seen-set, and a 3-master Redis Cluster.
+
+The contract suite (tests/contract) runs the same semantics with one shard and the
+caller's fake clock; here the store runs as a crawl runs it: ``TIME`` on the server
+is the clock (short real delays), hosts spread over many shards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import AsyncIterator
+from dataclasses import replace
+
+import pytest
+from tests.redis_servers import (
+    RedisCluster,
+    cluster_url,
+    delete_crawl,
+    have_redis_server,
+    new_crawl_name,
+    standalone_url,
+)
+from tests.stores import DisposableRedisStore
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.frontier.budget import BudgetConfig
+from courtly.frontier.config import QueueConfig
+from courtly.frontier.records import AddStatus, Lease, QueuedUrl
+from courtly.store.redis import RedisLayout, RedisStore
+from courtly.store.redis.address import connect
+from courtly.store.redis.codec import shard_of
+
+pytestmark = pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
+
+NO_BUDGET = BudgetConfig(max_queued_per_host=None)
+
+
+@pytest.fixture(params=["standalone", "cluster"])
+def server_url(request: pytest.FixtureRequest) -> str:
+    """Standalone Redis, or the tests' 3-master cluster (started once, on first use)."""
+    return cluster_url() if request.param == "cluster" else standalone_url()
+
+
+@pytest.fixture
+async def crawl(server_url: str) -> AsyncIterator[tuple[str, str]]:
+    """A crawl name on the server; its keys are deleted afterwards."""
+    name = new_crawl_name("it")
+    yield server_url, name
+    client = connect(server_url)
+    try:
+        await delete_crawl(client, name)
+    finally:
+        await client.aclose()
+
+
+def fetcher(
+    crawl: tuple[str, str], shards: int = 16, queues: QueueConfig | None = None, seed: int = 0
+) -> RedisStore:
+    """One fetcher's store on the crawl (server clock, as in a crawl)."""
+    url, name = crawl
+    return RedisStore(
+        connect(url),
+        name,
+        queues or QueueConfig(max_back_queues=64),
+        layout=RedisLayout(shards=shards),
+        rng=random.Random(seed),
+        probe_interval_s=0.0,
+    )
+
+
+def urls(hosts: int, per_host: int) -> list[QueuedUrl]:
+    return [
+        QueuedUrl(f"http://h{h}.test/p{i}", f"h{h}.test", i % 2)
+        for i in range(per_host)
+        for h in range(hosts)
+    ]
+
+
+async def drain(stores: list[RedisStore], now: float) -> list[Lease]:
+    """Lease and complete from every store in turn until the crawl is empty."""
+    served: list[Lease] = []
+    for _ in range(2000):
+        batches = await asyncio.gather(*(store.lease(now, 30.0, 4) for store in stores))
+        if not any(batch.leases for batch in batches):
+            counts = await stores[0].counts(now)
+            if counts.queued == 0 and counts.leased == 0:
+                return served
+            continue
+        for store, batch in zip(stores, batches, strict=True):
+            for lease in batch.leases:
+                served.append(lease)
+                state = replace(lease.host, next_allowed_at=0.0)
+                assert await store.complete(lease, state, (), now, NO_BUDGET) == []
+    raise AssertionError("the crawl did not drain")
+
+
+async def test_the_server_clock_drives_delays_and_expiry(crawl: tuple[str, str]) -> None:
+    store = fetcher(crawl)
+    try:
+        now = 5_000.0  # the caller's clock: anything; only differences reach the server
+        await store.add(
+            [QueuedUrl(f"http://h0.test/p{i}", "h0.test", 0) for i in range(3)], now, NO_BUDGET
+        )
+        first = (await store.lease(now, 0.3, 1)).leases[0]
+        assert first.url == "http://h0.test/p0"
+        assert first.expires_at == pytest.approx(now + 0.3)
+        # the lease is void after 0.3 s of server time, whatever the caller's clock says
+        assert (await store.lease(now + 100.0, 0.3, 1)).leases == ()
+        await asyncio.sleep(0.45)
+        again = (await store.lease(now, 0.3, 1)).leases
+        assert [lease.url for lease in again] == [first.url] and again[0].token > first.token
+        assert await store.complete(first, first.host, (), now, NO_BUDGET) is None
+        # a host held back 0.3 s from now comes back after 0.3 s of server time
+        held = replace(again[0].host, next_allowed_at=now + 0.3)
+        assert await store.complete(again[0], held, (), now, NO_BUDGET) == []
+        batch = await store.lease(now, 30.0, 1)
+        assert batch.leases == ()
+        assert batch.next_ready_at is not None and now < batch.next_ready_at <= now + 0.3
+        stored = await store.host_state("h0.test")
+        assert stored.next_allowed_at == pytest.approx(now + 0.3, abs=0.05)
+        await asyncio.sleep(0.35)
+        assert [lease.url for lease in (await store.lease(now, 30.0, 1)).leases] == [
+            "http://h0.test/p1"
+        ]
+    finally:
+        await store.aclose()
+
+
+async def test_two_fetchers_share_one_crawl_over_many_shards(crawl: tuple[str, str]) -> None:
+    stores = [fetcher(crawl, seed=1), fetcher(crawl, seed=2)]
+    try:
+        entries = urls(40, 5)
+        assert {shard_of(e.host_key, 16) for e in entries} == set(range(16))
+        # seeds given twice (by both fetchers) are harmless
+        await stores[0].add(entries, 0.0, NO_BUDGET)
+        assert await stores[1].add(entries, 0.0, NO_BUDGET) == [AddStatus.SEEN] * len(entries)
+        served = await drain(stores, 0.0)
+        assert sorted(lease.url for lease in served) == sorted(e.url for e in entries)
+        for host in {e.host_key for e in entries}:
+            for level in (0, 1):
+                expected = [e.url for e in entries if e.host_key == host and e.level == level]
+                got = [lease.url for lease in served if lease.url in expected]
+                assert got == expected
+        assert len({lease.token for lease in served}) == len(served)
+        counts = await stores[1].counts(0.0)
+        assert (counts.queued, counts.leased, counts.seen) == (0, 0, len(entries))
+    finally:
+        for store in stores:
+            await store.aclose()
+
+
+async def test_one_lease_per_host_across_fetchers(crawl: tuple[str, str]) -> None:
+    stores = [fetcher(crawl, seed=s) for s in range(3)]
+    try:
+        await stores[0].add(urls(2, 6), 0.0, NO_BUDGET)
+        batches = await asyncio.gather(*(store.lease(0.0, 30.0, 8) for store in stores))
+        leased = [lease.host_key for batch in batches for lease in batch.leases]
+        assert sorted(leased) == ["h0.test", "h1.test"]
+    finally:
+        for store in stores:
+            await store.aclose()
+
+
+async def test_discoveries_in_other_shards_are_fenced_with_the_lease(
+    crawl: tuple[str, str],
+) -> None:
+    store = fetcher(crawl)
+    try:
+        await store.add([QueuedUrl("http://a.test/", "a.test", 0)], 0.0, NO_BUDGET)
+        lease = (await store.lease(0.0, 0.2, 1)).leases[0]
+        found = [QueuedUrl(f"http://f{i}.test/x", f"f{i}.test", 1, 1) for i in range(12)]
+        assert len({shard_of(e.host_key, 16) for e in found}) > 1
+        await asyncio.sleep(0.3)  # the lease expires and the next lease reclaims it
+        again = (await store.lease(0.0, 30.0, 1)).leases[0]
+        assert again.url == lease.url
+        assert await store.complete(lease, lease.host, found, 0.0, NO_BUDGET) is None
+        assert (await store.counts(0.0)).seen == 1  # the late completion added nothing
+        record = CatalogueEntry(again.url, status=200, fetched_at=1.0)
+        statuses = await store.complete(again, again.host, found, 0.0, NO_BUDGET, [record])
+        assert statuses == [AddStatus.QUEUED] * 12
+        catalogue = [entry async for entry in store.catalogue()]
+        assert sorted(entry.url for entry in catalogue) == sorted(
+            [again.url, *(e.url for e in found)]
+        )
+        assert {entry.referrer for entry in catalogue if entry.url != again.url} == {again.url}
+    finally:
+        await store.aclose()
+
+
+async def test_the_bloom_seen_set_grows_layers_and_keeps_its_error_bound() -> None:
+    layout = RedisLayout(shards=1, bloom_capacity=200, bloom_error=0.01)
+    store = DisposableRedisStore(
+        connect(standalone_url()), new_crawl_name("bloom"), layout=layout, server_clock=False
+    )
+    try:
+        added = [QueuedUrl(f"http://b.test/{i}", "b.test", 0) for i in range(3000)]
+        statuses = await store.add(added, 0.0, NO_BUDGET)
+        false_dups = statuses.count(AddStatus.SEEN)
+        # the rates of the layers sum below bloom_error: 3000 new URLs, expect < 30 false
+        assert false_dups < 30
+        assert await store.add(added, 0.0, NO_BUDGET) == [AddStatus.SEEN] * 3000
+        counts = await store.counts(0.0)
+        assert counts.seen == 3000 - false_dups
+        meta = await store._client.hgetall(store._shard_prefix(0) + "m")
+        assert int(meta[b"bl"]) == 4  # 200 + 400 + 800 + 1600 >= 3000
+    finally:
+        await store.aclose()
+
+
+async def test_blobs_are_shared_between_fetchers(crawl: tuple[str, str]) -> None:
+    one, two = fetcher(crawl), fetcher(crawl)
+    try:
+        await one.put_blob("robots", "http://a.test/robots.txt", b"\x00rules")
+        assert await two.get_blob("robots", "http://a.test/robots.txt") == b"\x00rules"
+        assert await two.get_blob("robots", "http://b.test/robots.txt") is None
+    finally:
+        await one.aclose()
+        await two.aclose()
+
+
+async def test_the_first_fetcher_fixes_the_layout(crawl: tuple[str, str]) -> None:
+    first, later = fetcher(crawl, shards=16), fetcher(crawl, shards=4)
+    try:
+        await first.open()
+        await later.open()
+        assert later.layout.shards == 16
+    finally:
+        await first.aclose()
+        await later.aclose()
+
+
+async def test_the_ip_gate_caps_an_address_across_fetchers(crawl: tuple[str, str]) -> None:
+    one, two = fetcher(crawl), fetcher(crawl)
+    try:
+        gates = [one.ip_gate(2, hold_s=5.0), two.ip_gate(2, hold_s=5.0)]
+        held = 0
+        peak = 0
+
+        async def request(gate_index: int) -> None:
+            nonlocal held, peak
+            async with gates[gate_index].hold("127.0.0.9"):
+                held += 1
+                peak = max(peak, held)
+                await asyncio.sleep(0.01)
+                held -= 1
+
+        await asyncio.gather(*(request(i % 2) for i in range(24)))
+        assert peak == 2
+        # a slot whose holder died frees itself after hold_s
+        dead = one.ip_gate(1, hold_s=0.3)
+        await dead.hold("127.0.0.10").__aenter__()  # never left: its process "died"
+        alive = two.ip_gate(1, hold_s=0.3)
+        async with asyncio.timeout(3.0), alive.hold("127.0.0.10"):
+            pass
+    finally:
+        await one.aclose()
+        await two.aclose()
+
+
+async def test_the_store_rides_out_a_master_failover() -> None:
+    """SIGKILL the master of a shard mid-crawl: its replica takes over, the store's calls
+    retry until it has, and every URL is still served (some twice: a lease or a
+    completion the dead master acknowledged but had not replicated)."""
+    cluster = RedisCluster().start(masters=3, replicas=1)
+    crawl = (cluster.url, new_crawl_name("failover"))
+    store = fetcher(crawl, queues=QueueConfig(max_back_queues=64))
+    try:
+        entries = urls(24, 6)
+        await store.add(entries, 0.0, NO_BUDGET)
+        victim_shard = shard_of("h0.test", 16)
+        node = store._client.get_node_from_key(store._shard_prefix(victim_shard) + "m")
+        served: list[str] = []
+        killed_at: float | None = None
+        resumed_after_s: float | None = None
+        loop = asyncio.get_running_loop()
+        for _ in range(3000):
+            batch = await store.lease(0.0, 2.0, 4)
+            if killed_at is not None and resumed_after_s is None and batch.leases:
+                resumed_after_s = loop.time() - killed_at
+            for lease in batch.leases:
+                served.append(lease.url)
+                state = replace(lease.host, next_allowed_at=0.0)
+                await store.complete(lease, state, (), 0.0, NO_BUDGET)
+            if killed_at is None and len(served) >= 30:
+                cluster.kill(node.port)
+                killed_at = loop.time()
+            if not batch.leases:
+                counts = await store.counts(0.0)
+                if counts.queued == 0 and counts.leased == 0:
+                    break
+                await asyncio.sleep(0.05)
+        assert killed_at is not None
+        assert set(served) == {e.url for e in entries}
+        print(
+            f"failover: served again {resumed_after_s:.1f} s after the kill; "
+            f"{len(served) - len(entries)} URLs served twice"
+        )
+    finally:
+        await store.aclose()
+        cluster.stop()
