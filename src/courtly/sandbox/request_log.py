@@ -3,7 +3,14 @@
 A line is written when the request is over: after the last byte of the
 response was handed to the socket, or when the client went away. Fields::
 
-    start_at, end_at   epoch seconds (float): head of the request parsed / response done
+    start_at           epoch seconds (float): the request head was parsed (so the
+                       client sent it no later than this)
+    end_at             epoch seconds: stamped immediately *before* the write that
+                       handed the response's last byte to the socket (so the client
+                       cannot have received the whole response earlier); for a
+                       request without a complete response (status 0, a stream cut
+                       short) when the server stopped writing or noticed the client
+                       had gone
     host               the Host header, lower-cased, port and trailing dot stripped
     ip, port           the local address the connection arrived on
     path               the request target as sent (path and query, not normalised)

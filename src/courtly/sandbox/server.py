@@ -179,9 +179,25 @@ class _Connection(asyncio.Protocol):
             await asyncio.wait_for(asyncio.shield(self._lost), delay_s)
         return not self.closed
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> float:
+        """Hand ``data`` to the socket; return the time taken just before doing so.
+
+        The stamp comes *before* the write, so a client cannot hold the bytes
+        earlier than it: a stamp taken after the write would include whatever
+        delays this thread between the system call and its return (the GIL, the
+        OS scheduler), which on a loaded machine is tens of milliseconds.
+        """
+        at = self.server.clock.now()
         if self.transport is not None and not self.closed:
             self.transport.write(data)
+        return at
+
+    def writelines(self, parts: tuple[bytes, ...]) -> float:
+        """Like :meth:`write` for several buffers at once (one system call)."""
+        at = self.server.clock.now()
+        if self.transport is not None and not self.closed:
+            self.transport.writelines(parts)
+        return at
 
     def finish(self, close: bool) -> None:
         """A response is complete: close, or go on with buffered requests."""
@@ -480,13 +496,21 @@ class SandboxServer:
         status: int,
         nbytes: int,
         retry_after_s: float | None = None,
+        *,
+        end_at: float | None = None,
     ) -> None:
+        """Log ``request``; ``end_at`` is when its last byte was sent (default: now).
+
+        ``end_at`` is the stamp :meth:`_Connection.write` took before handing the
+        response's last byte to the socket; "now" is for requests that ended
+        without one (the client left, or a hang was cut off).
+        """
         if self._log is None:
             return
         self._log.write(
             RequestRecord(
                 start_at=request.start_at,
-                end_at=self.clock.now(),
+                end_at=self.clock.now() if end_at is None else end_at,
                 host=request.host,
                 ip=conn.ip,
                 port=conn.port,
@@ -500,13 +524,14 @@ class SandboxServer:
             )
         )
 
-    def _send(self, conn: _Connection, request: _Request, prepared: _Prepared) -> int:
+    def _send(
+        self, conn: _Connection, request: _Request, prepared: _Prepared
+    ) -> tuple[int, float]:
+        """Write the whole response: (body bytes, the stamp taken just before writing)."""
         close = request.close or self._stopping
         tail = b"Connection: close\r\n\r\n" if close else b"\r\n"
         body = b"" if request.method == "HEAD" else prepared.body
-        if conn.transport is not None and not conn.closed:
-            conn.transport.writelines((prepared.head, tail, body))
-        return len(body)
+        return len(body), conn.writelines((prepared.head, tail, body))
 
     def _handle(self, conn: _Connection, request: _Request) -> None:
         world = self.world
@@ -551,8 +576,8 @@ class SandboxServer:
         prepared: _Prepared,
         retry_after_s: float | None = None,
     ) -> None:
-        nbytes = self._send(conn, request, prepared)
-        self._log_request(conn, request, prepared.status, nbytes, retry_after_s)
+        nbytes, sent_at = self._send(conn, request, prepared)
+        self._log_request(conn, request, prepared.status, nbytes, retry_after_s, end_at=sent_at)
         conn.finish(close=request.close or self._stopping)
 
     def _resource(self, request: _Request) -> Resource:
@@ -610,9 +635,10 @@ class SandboxServer:
             return
         if isinstance(resource, Hang):
             await conn.linger(resource.hang_s)
-            self._log_request(conn, request, 0, 0)
+            ended_at = self.clock.now()  # the client gave up, or we abort now
             if conn.transport is not None:
                 conn.transport.abort()
+            self._log_request(conn, request, 0, 0, end_at=ended_at)
             conn.finish(close=True)
             return
         if isinstance(resource, GzipBomb):
@@ -626,17 +652,17 @@ class SandboxServer:
         assert isinstance(resource, BigPage)
         close = request.close or self._stopping
         head = _head(200, [("Content-Type", "text/html; charset=utf-8")], resource.size_bytes)
-        conn.write(head + (b"Connection: close\r\n\r\n" if close else b"\r\n"))
+        sent_at = conn.write(head + (b"Connection: close\r\n\r\n" if close else b"\r\n"))
         sent = 0
         if request.method != "HEAD":
             chunk = memoryview(self._big_chunk)
             while sent < resource.size_bytes and not conn.closed and not self._stopping:
                 piece = chunk[: min(len(chunk), resource.size_bytes - sent)]
-                conn.write(bytes(piece))
+                sent_at = conn.write(bytes(piece))
                 sent += len(piece)
                 await conn.drain()
         complete = sent >= resource.size_bytes or request.method == "HEAD"
-        self._log_request(conn, request, 200, sent)
+        self._log_request(conn, request, 200, sent, end_at=sent_at)
         conn.finish(close=close or not complete)
 
 
