@@ -26,7 +26,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from courtly.clock import Clock, SystemClock
 from courtly.sandbox.hosts_file import write_hosts_file
@@ -36,7 +36,34 @@ from courtly.sandbox.spec import SandboxSpec
 from courtly.sandbox.truth import SandboxTruth
 from courtly.sandbox.world import SandboxWorld
 
-__all__ = ["SandboxServer", "make_gzip_bomb"]
+__all__ = ["Cut", "DropPlan", "SandboxServer", "make_gzip_bomb"]
+
+Cut = Literal["head", "body"]
+"""Where a connection is cut: right after the request head (no response at all), or
+after the response head and half of the body."""
+
+
+@dataclass(frozen=True, slots=True)
+class DropPlan:
+    """Connections the server cuts off on purpose, to test a client's failure paths.
+
+    ``robots`` maps a host name to where each of its robots.txt requests is cut
+    (every one of them, its redirect target included). ``page_every`` cuts every
+    ``page_every``-th request for any other path of a host (counted per host from
+    1; 0 cuts none); those cuts alternate on each host, ``head`` first, then
+    ``body``. A cut at ``head`` closes the connection without a byte of response
+    and is logged with status 0; a cut at ``body`` is logged with the status sent
+    and the body bytes written. Nothing is cut by default.
+    """
+
+    robots: tuple[tuple[str, Cut], ...] = ()
+    page_every: int = 0
+
+    def __post_init__(self) -> None:
+        if self.page_every < 0:
+            raise ValueError("page_every must be >= 0")
+        if any(cut not in ("head", "body") for _, cut in self.robots):
+            raise ValueError("a cut is 'head' or 'body'")
 
 _MAX_HEAD_BYTES = 64 * 1024
 _CACHE_ENTRIES = 4096
@@ -286,7 +313,8 @@ class SandboxServer:
     and ``requests.jsonl`` (or ``log_path``). ``port`` overrides ``spec.port``
     (0 = pick a free one). ``reuse_port`` sets ``SO_REUSEPORT`` so that several
     processes can share the port; ``worker_index`` keeps their connection ids
-    apart. ``clock`` stamps the log (the system clock by default).
+    apart. ``clock`` stamps the log (the system clock by default). ``drops``
+    cuts connections off on purpose (see :class:`DropPlan`).
     """
 
     def __init__(
@@ -300,8 +328,12 @@ class SandboxServer:
         reuse_port: bool = False,
         worker_index: int = 0,
         write_files: bool = True,
+        drops: DropPlan | None = None,
     ) -> None:
         self.spec = spec
+        self._drops = drops if drops is not None and (drops.robots or drops.page_every) else None
+        self._robots_cuts: dict[str, Cut] = dict(drops.robots) if drops is not None else {}
+        self._page_counts: dict[str, int] = {}
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.workdir = Path(workdir) if workdir is not None else None
         self._log_path = Path(log_path) if log_path is not None else None
@@ -539,6 +571,11 @@ class SandboxServer:
             refusal = _prepare(405, "text/plain", b"GET or HEAD only\n", [("Allow", "GET, HEAD")])
             self._complete(conn, request, refusal)
             return
+        if self._drops is not None:
+            cut = self._cut_for(request)
+            if cut is not None:
+                self._cut_off(conn, request, cut)
+                return
         profile = world.profile(request.host)
         retry_after_s: float | None = None
         prepared: _Prepared | None = None
@@ -568,6 +605,41 @@ class SandboxServer:
             self._spawn(self._serve_later(conn, request, prepared, retry_after_s))
             return
         self._complete(conn, request, prepared, retry_after_s)
+
+    def _cut_for(self, request: _Request) -> Cut | None:
+        """Where :class:`DropPlan` cuts ``request`` off, or ``None`` to answer it."""
+        assert self._drops is not None
+        host = request.host
+        if request.target.partition("?")[0] in self.world.robots_paths(host):
+            return self._robots_cuts.get(host)
+        every = self._drops.page_every
+        if not every:
+            return None
+        count = self._page_counts.get(host, 0) + 1
+        self._page_counts[host] = count
+        if count % every:
+            return None
+        return "head" if (count // every) % 2 else "body"
+
+    def _cut_off(self, conn: _Connection, request: _Request, cut: Cut) -> None:
+        """Close the connection after the request head, or halfway through the body."""
+        if cut == "head":
+            ended_at = self.clock.now()
+            status = nbytes = 0
+        else:
+            resource = self._resource(request)
+            if isinstance(resource, Hang | BigPage | GzipBomb):
+                prepared = _prepare(200, "text/html", b"<p>cut off</p>\n" * 64, [])
+            else:
+                prepared = self._prepared(request, resource)
+            body = b"" if request.method == "HEAD" else prepared.body
+            nbytes = len(body) // 2
+            ended_at = conn.writelines((prepared.head, b"\r\n", body[:nbytes]))
+            status = prepared.status
+        if conn.transport is not None:
+            conn.transport.close()  # a FIN after what was written, as a closing server sends
+        self._log_request(conn, request, status, nbytes, end_at=ended_at)
+        conn.finish(close=True)
 
     def _complete(
         self,
