@@ -26,15 +26,26 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
+from yarl import URL
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot, Page, open_store
+from courtly.fetch import FetchConfig, Fetcher, FetchResult, HttpFetcher
 from courtly.fetch.config import DEFAULT_MAX_DECODED_BYTES
 from courtly.frontier.config import QueueConfig
-from courtly.sandbox import AuditReport, RequestRecord, SandboxSpec, audit
+from courtly.sandbox import (
+    AuditReport,
+    RequestRecord,
+    SandboxServer,
+    SandboxSpec,
+    SandboxWorld,
+    audit,
+    load_log,
+)
+from courtly.sandbox.server import DropPlan
 from courtly.sandbox.urls import host_url
 
 if TYPE_CHECKING:
@@ -443,3 +454,83 @@ def test_hostile_web_is_survived_politely(tmp_path: Path) -> None:
     assert rss_growth_mib < len(hostile) * per_fetch_mib + 64, rss_growth_mib
     assert refetched(run.records, lambda r: truth.is_robots_path(r.host, r.path)) == 0
     assert report.expected_fetched > 0
+
+
+# -- 6: connections cut off: no request behind the frontier's back -------------------------------
+
+
+class CountingFetcher:
+    """A :class:`Fetcher` that counts what the crawler asks for, per (host, path)."""
+
+    def __init__(self, inner: Fetcher) -> None:
+        self.inner = inner
+        self.asked: Counter[tuple[str, str]] = Counter()
+
+    async def fetch(self, url: str) -> FetchResult:
+        target = URL(url)
+        self.asked[(target.raw_host or "", target.raw_path_qs)] += 1
+        return await self.inner.fetch(url)
+
+
+async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_path: Path) -> None:
+    """Every request the server saw went through a lease and its gap, and was asked for.
+
+    robots.txt is cut off before the response head on one host and mid-body on another;
+    every third page request of every host is cut off too, alternately before the head
+    and mid-body. The audit finds no short gap, and the crawler asked for exactly the
+    requests the server logged, URL by URL (a transparent retry would log one more).
+    """
+    spec = dataclasses.replace(SandboxSpec.small(), dead_hosts=0, hang_s=3.0)
+    plain = [
+        h.name
+        for h in SandboxWorld(spec, 1).hosts
+        if h.robots_variant in ("rules", "crawl_delay", "wildcard", "token_open")
+    ]
+    plan = DropPlan(robots=((plain[0], "head"), (plain[1], "body")), page_every=3)
+    async with SandboxServer(spec, workdir=tmp_path / "web", drops=plan) as web:
+        config = CrawlConfig(
+            state_dir=tmp_path / "state",
+            user_agent=UA,
+            seeds=web.seeds,
+            hosts_file=web.hosts_file,
+            allow_private_networks=True,
+            min_delay_s=MIN_DELAY_S,
+            per_ip=PER_IP,
+            concurrency=CONCURRENCY,
+            connect_timeout_s=1.0,
+            total_timeout_s=2.0,
+            max_time_s=6.0,
+        )
+        fetch_config = FetchConfig(
+            user_agent=UA,
+            connect_timeout_s=config.connect_timeout_s,
+            total_timeout_s=config.total_timeout_s,
+            per_ip_concurrency=PER_IP,
+            allow_private_networks=True,
+            hosts_file=web.hosts_file,
+        )
+        async with HttpFetcher(fetch_config) as http:
+            counting = CountingFetcher(http)
+            snapshot = await Crawler(config, fetcher=counting).run()
+        truth = web.truth
+    records = load_log(web.log_path)
+    report = audit(
+        records,
+        spec_or_truth=truth,
+        min_delay_s=MIN_DELAY_S,
+        per_ip_cap=PER_IP,
+        user_agent_token="courtly",
+        seeds=config.seeds,
+    )
+    print(f"connections cut off:\n{report.summary()}")
+    assert_polite(report)
+    # The cuts happened: robots.txt cut at the head (status 0) and mid-body, pages both ways.
+    robots = [r for r in records if r.path == "/robots.txt"]
+    assert [r.status for r in robots if r.host == plain[0]] == [0]
+    assert [r.status for r in robots if r.host == plain[1]] == [200]
+    pages = [r for r in records if not truth.is_robots_path(r.host, r.path)]
+    assert any(r.status == 0 for r in pages) and any(r.status == 200 for r in pages)
+    assert snapshot.errors["robots_unreachable"] + snapshot.errors["protocol"] >= 2
+    # One request on the wire per request asked for: no layer retried anything.
+    assert counting.asked == Counter((r.host, r.path) for r in records)
+    assert snapshot.robots_fetches == len(robots)

@@ -65,6 +65,7 @@ class DropPlan:
         if any(cut not in ("head", "body") for _, cut in self.robots):
             raise ValueError("a cut is 'head' or 'body'")
 
+
 _MAX_HEAD_BYTES = 64 * 1024
 _CACHE_ENTRIES = 4096
 _CHUNK_BYTES = 256 * 1024
@@ -556,9 +557,7 @@ class SandboxServer:
             )
         )
 
-    def _send(
-        self, conn: _Connection, request: _Request, prepared: _Prepared
-    ) -> tuple[int, float]:
+    def _send(self, conn: _Connection, request: _Request, prepared: _Prepared) -> tuple[int, float]:
         """Write the whole response: (body bytes, the stamp taken just before writing)."""
         close = request.close or self._stopping
         tail = b"Connection: close\r\n\r\n" if close else b"\r\n"
