@@ -246,7 +246,9 @@ def parallel_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Paralle
     base = tmp_path_factory.mktemp("parallel")
     web = LiveWeb(finite_small_spec(), base / "web")
     try:
-        config = crawl_config(web, base / "state", processes=2)
+        # A 10 s fetch timeout: a starved process can time out an answer that arrived in
+        # time, and a robots.txt lost so holds its host for the 60 s robots.txt retry.
+        config = crawl_config(web, base / "state", processes=2, total_timeout_s=10.0)
         began = time.monotonic()
         snapshot = run_async(PartitionedCrawl(config).run())
         elapsed_s = time.monotonic() - began
