@@ -60,8 +60,6 @@ pytestmark = pytest.mark.integration
 COVERAGE_FLOOR = 0.97
 """As for one process (tests/integration/test_crawl.py). Measured on this web: one process
 and two processes each fetched 217 of 217 reachable pages, in 14.6 s and 15.3 s."""
-FINISH_WITHIN_S = 60.0
-"""A generous bound on the whole 2-process crawl (measured: about 15 s, spawning included)."""
 
 
 def finite_small_spec() -> SandboxSpec:
@@ -262,8 +260,10 @@ def test_two_processes_finish_by_themselves_politely_and_cover_the_web(
 ) -> None:
     run = parallel_crawl
     assert run.config.max_time_s is None and run.config.max_pages is None
+    # Ended by itself (no time or page limit was given). No wall-clock bound: the crawl
+    # takes about 15 s, spawning included, on a quiet machine and took 61.7 s under a
+    # load of 12 on 2 cores; a crawl that never ended would hang here instead.
     assert run.snapshot.finished and run.snapshot.stop_reason == "done"
-    assert run.elapsed_s < FINISH_WITHIN_S
     report = audit(
         run.records,
         spec_or_truth=run.web.server.truth,
