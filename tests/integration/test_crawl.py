@@ -502,15 +502,28 @@ def test_hostile_web_is_survived_politely(tmp_path: Path) -> None:
 
 
 class CountingFetcher:
-    """A :class:`Fetcher` that counts what the crawler asks for, per (host, path)."""
+    """A :class:`Fetcher` that counts what the crawler asks for, per (host, path).
 
-    def __init__(self, inner: Fetcher) -> None:
+    ``page_requests_met`` is set once some host has been asked for ``pages`` URLs
+    other than its robots.txt (``is_robots(host, path)``).
+    """
+
+    def __init__(self, inner: Fetcher, is_robots: Callable[[str, str], bool], pages: int) -> None:
         self.inner = inner
         self.asked: Counter[tuple[str, str]] = Counter()
+        self._is_robots = is_robots
+        self._pages = pages
+        self._per_host: Counter[str] = Counter()
+        self.page_requests_met = asyncio.Event()
 
     async def fetch(self, url: str) -> FetchResult:
         target = URL(url)
-        self.asked[(target.raw_host or "", target.raw_path_qs)] += 1
+        host = target.raw_host or ""
+        self.asked[(host, target.raw_path_qs)] += 1
+        if not self._is_robots(host, target.raw_path_qs):
+            self._per_host[host] += 1
+            if self._per_host[host] >= self._pages:
+                self.page_requests_met.set()
         return await self.inner.fetch(url)
 
 
@@ -518,9 +531,11 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
     """Every request the server saw went through a lease and its gap, and was asked for.
 
     robots.txt is cut off before the response head on one host and mid-body on another;
-    every third page request of every host is cut off too, alternately before the head
-    and mid-body. The audit finds no short gap, and the crawler asked for exactly the
-    requests the server logged, URL by URL (a transparent retry would log one more).
+    every second page request of every host is cut off too, alternately before the head
+    and mid-body. The crawl runs until some host has had both kinds of page cuts (its
+    fourth page request). The audit finds no short gap, and the crawler asked for
+    exactly the requests the server logged, URL by URL (a transparent retry would log
+    one more).
     """
     spec = dataclasses.replace(SandboxSpec.small(), dead_hosts=0, hang_s=3.0)
     plain = [
@@ -528,7 +543,7 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
         for h in SandboxWorld(spec, 1).hosts
         if h.robots_variant in ("rules", "crawl_delay", "wildcard", "token_open")
     ]
-    plan = DropPlan(robots=((plain[0], "head"), (plain[1], "body")), page_every=3)
+    plan = DropPlan(robots=((plain[0], "head"), (plain[1], "body")), page_every=2)
     async with SandboxServer(spec, workdir=tmp_path / "web", drops=plan) as web:
         config = CrawlConfig(
             state_dir=tmp_path / "state",
@@ -540,8 +555,8 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
             per_ip=PER_IP,
             concurrency=CONCURRENCY,
             connect_timeout_s=1.0,
-            total_timeout_s=2.0,
-            max_time_s=6.0,
+            total_timeout_s=10.0,
+            max_time_s=120.0,  # a safety limit: the crawl stops once both cuts were met
         )
         fetch_config = FetchConfig(
             user_agent=UA,
@@ -552,10 +567,22 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
             hosts_file=web.hosts_file,
         )
         async with HttpFetcher(fetch_config) as http:
-            counting = CountingFetcher(http)
-            snapshot = await Crawler(config, fetcher=counting).run()
+            # Some host's fourth page request is its second cut: both kinds were met.
+            counting = CountingFetcher(http, web.truth.is_robots_path, 4)
+            crawler = Crawler(config, fetcher=counting)
+
+            async def stop_when_both_cuts_met() -> None:
+                await counting.page_requests_met.wait()
+                crawler.request_stop("cuts met")
+
+            watcher = asyncio.create_task(stop_when_both_cuts_met())
+            try:
+                snapshot = await crawler.run()
+            finally:
+                watcher.cancel()
         truth = web.truth
     records = load_log(web.log_path)
+    assert snapshot.stop_reason == "cuts met", snapshot
     report = audit(
         records,
         spec_or_truth=truth,
