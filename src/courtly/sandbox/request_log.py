@@ -8,9 +8,9 @@ response was handed to the socket, or when the client went away. Fields::
     end_at             epoch seconds: stamped immediately *before* the write that
                        handed the response's last byte to the socket (so the client
                        cannot have received the whole response earlier); for a
-                       request without a complete response (status 0, a stream cut
-                       short) when the server stopped writing or noticed the client
-                       had gone
+                       streamed page, the last write the client was still there
+                       after; for a request without a response (status 0) when the
+                       server gave up or noticed the client had gone
     host               the Host header, lower-cased, port and trailing dot stripped
     ip, port           the local address the connection arrived on
     path               the request target as sent (path and query, not normalised)

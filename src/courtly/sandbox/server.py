@@ -191,11 +191,18 @@ class _Connection(asyncio.Protocol):
 
     # -- helpers for the server -----------------------------------------------------
 
-    async def drain(self) -> None:
-        """Wait until the transport's buffer is below its low-water mark (or the peer left)."""
+    async def drain(self) -> bool:
+        """Wait until the transport's buffer is below its low-water mark (or the peer left).
+
+        True if it had to wait and the peer is still there: the peer then acknowledged
+        bytes after the write that filled the buffer, so it was open after that write.
+        """
+        waited = False
         while self._paused and not self.closed:
+            waited = True
             self._drained = asyncio.get_running_loop().create_future()
             await self._drained
+        return waited and not self.closed
 
     async def linger(self, delay_s: float) -> bool:
         """Sleep ``delay_s`` seconds; return ``False`` at once if the peer goes away meanwhile."""
@@ -723,17 +730,22 @@ class SandboxServer:
         assert isinstance(resource, BigPage)
         close = request.close or self._stopping
         head = _head(200, [("Content-Type", "text/html; charset=utf-8")], resource.size_bytes)
-        sent_at = conn.write(head + (b"Connection: close\r\n\r\n" if close else b"\r\n"))
+        end_at = conn.write(head + (b"Connection: close\r\n\r\n" if close else b"\r\n"))
         sent = 0
         if request.method != "HEAD":
+            # A client may close mid-stream (at its size cap) while writes still go out:
+            # the end logged is the last write the client is known to have been there
+            # after (it acknowledged later bytes), so it is never after the client left.
+            end_at = request.start_at
             chunk = memoryview(self._big_chunk)
             while sent < resource.size_bytes and not conn.closed and not self._stopping:
                 piece = chunk[: min(len(chunk), resource.size_bytes - sent)]
-                sent_at = conn.write(bytes(piece))
+                written_at = conn.write(bytes(piece))
                 sent += len(piece)
-                await conn.drain()
+                if await conn.drain():
+                    end_at = written_at
         complete = sent >= resource.size_bytes or request.method == "HEAD"
-        self._log_request(conn, request, 200, sent, end_at=sent_at)
+        self._log_request(conn, request, 200, sent, end_at=end_at)
         conn.finish(close=close or not complete)
 
 
