@@ -2,26 +2,35 @@
 
 ``courtly crawl``, ``courtly status``, ``courtly export`` and ``courtly sandbox``.
 Every crawl flag has a TOML twin (``--config FILE``; flags win over the file).
+
+Input is checked before anything is written: a refused run (exit code 2, see
+:mod:`courtly.exit_codes`) prints ``Error: ...`` and leaves no state directory.
+No input ends in a traceback: every error courtly expects is a message.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
+import os
 import signal
+import sqlite3
 import sys
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine, Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
 from courtly import __version__
 from courtly.config import CrawlConfig, load_toml, read_seeds_file
 from courtly.crawl import STATUS_FILE, Crawler, CrawlSnapshot, open_store
-from courtly.errors import CourtlyError, StateError
+from courtly.errors import ConfigError, CourtlyError, StateError, StateLocked
+from courtly.exit_codes import ExitCode, exit_code_for, stop_reason_words
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import FrontierCounts
 from courtly.parallel import (
@@ -31,8 +40,9 @@ from courtly.parallel import (
     merge_last_runs,
     state_dirs,
 )
-from courtly.progress import progress_for
+from courtly.progress import LogProgress, RichProgress, progress_for
 from courtly.sandbox.cli import sandbox
+from courtly.state_dir import STATE_FILE, check_crawl_target, check_writable
 
 __all__ = ["main", "run_async"]
 
@@ -58,6 +68,82 @@ def main() -> None:
 main.add_command(sandbox)
 
 
+def _refuse(message: str, summary_json: Path | None = None) -> NoReturn:
+    """Print ``Error: message`` and exit with :attr:`ExitCode.REFUSED` (click's usage code)."""
+    click.echo(f"Error: {message}", err=True)
+    if summary_json is not None:
+        _write_json(
+            summary_json,
+            {"exit_code": int(ExitCode.REFUSED), "outcome": "refused", "error": message},
+        )
+    sys.exit(ExitCode.REFUSED)
+
+
+def _fail(message: str, summary_json: Path | None = None) -> NoReturn:
+    """Print ``Error: message`` and exit with :attr:`ExitCode.FAILED`."""
+    click.echo(f"Error: {message}", err=True)
+    if summary_json is not None:
+        _write_json(
+            summary_json, {"exit_code": int(ExitCode.FAILED), "outcome": "failed", "error": message}
+        )
+    sys.exit(ExitCode.FAILED)
+
+
+def _os_error(error: OSError) -> str:
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error}"
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` whole (a temporary file renamed into place)."""
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        temporary.replace(path)
+    except OSError as error:
+        click.echo(f"Error: cannot write the summary: {_os_error(error)}", err=True)
+
+
+@contextlib.contextmanager
+def _expected_errors(summary_json: Path | None = None) -> Iterator[None]:
+    """Turn the errors courtly expects into a message and an exit code (never a traceback)."""
+    try:
+        yield
+    except (CourtlyError, click.UsageError) as error:
+        _refuse(
+            error.format_message() if isinstance(error, click.UsageError) else str(error),
+            summary_json,
+        )
+    except sqlite3.DatabaseError as error:
+        _refuse(
+            f"the state file is damaged ({error}): restore it from a backup, or move the "
+            "state directory away to start a new crawl",
+            summary_json,
+        )
+    except OSError as error:
+        _fail(_os_error(error), summary_json)
+
+
+def _setup_logging(verbose: int, quiet: bool, progress: LogProgress | RichProgress | None) -> None:
+    """WARNING by default, ERROR with ``-q``, INFO with ``-v`` (a line per URL), DEBUG ``-vv``.
+
+    On a terminal, log lines go through the panel's console so that it never draws over them.
+    """
+    level = logging.ERROR if quiet else logging.WARNING
+    if verbose:
+        level = logging.INFO if verbose == 1 else logging.DEBUG
+    handler: logging.Handler
+    if isinstance(progress, RichProgress):
+        from rich.logging import RichHandler
+
+        handler = RichHandler(console=progress.console, show_path=False, markup=False)
+        handler.setFormatter(logging.Formatter("%(name)s: %(message)s"))
+    else:
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])  # a no-op where logging is set up
+
+
 @main.command()
 @click.argument("seeds", nargs=-1)
 @click.option(
@@ -75,14 +161,29 @@ main.add_command(sandbox)
     "--state",
     "state_dir",
     type=click.Path(path_type=Path, file_okay=False),
-    help="State directory: frontier, catalogue, WARC. Reused = resumed.",
+    help="[required, or `state` in --config] State directory: frontier, catalogue, WARC. "
+    "Reused = resumed.",
 )
-@click.option("--user-agent", help="Product token plus a contact URL or e-mail (required).")
+@click.option(
+    "--user-agent",
+    help="[required, or `user-agent` in --config] Product token plus a contact URL or e-mail.",
+)
 @click.option("--min-delay", "min_delay_s", type=float, help="Least gap per host, seconds [1.0].")
 @click.option("--delay-factor", type=float, help="Gap >= K x last fetch time [2.0].")
 @click.option("--max-delay", "max_delay_s", type=float, help="Cap on the two above, seconds [60].")
-@click.option("--max-time", "max_time_s", type=float, help="Stop after S seconds.")
+@click.option(
+    "--max-time",
+    "max_time_s",
+    type=float,
+    help="Stop after S seconds (the crawl ends within S + --stop-grace).",
+)
 @click.option("--max-pages", type=int, help="Stop after N fetched pages.")
+@click.option(
+    "--stop-grace",
+    "stop_grace_s",
+    type=float,
+    help="After a stop, abandon requests still in flight after S seconds [5].",
+)
 @click.option("--concurrency", type=int, help="Requests in flight, each to its own host [32].")
 @click.option("--per-ip", type=int, help="Requests in flight per resolved IP [2].")
 @click.option(
@@ -96,7 +197,8 @@ main.add_command(sandbox)
 @click.option(
     "--back-queues",
     type=int,
-    help="Hosts with a back queue at once [max(3 x concurrency, concurrency x delay / 50 ms)].",
+    help="Cap on hosts holding a back-queue slot at once; the number in use follows demand "
+    "[10000].",
 )
 @click.option(
     "--hosts-file",
@@ -140,36 +242,85 @@ main.add_command(sandbox)
     "--progress-interval",
     "progress_interval_s",
     type=float,
-    help="Seconds between progress updates [2].",
+    help="Seconds between progress updates, at least 0.1 [2].",
 )
-@click.option("-v", "--verbose", is_flag=True, help="Log details to stderr.")
+@click.option(
+    "--summary-json",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the final summary (or the refusal) to FILE as JSON, exit code included.",
+)
+@click.option("-v", "--verbose", count=True, help="More on stderr: -v a line per URL, -vv debug.")
+@click.option("-q", "--quiet", is_flag=True, help="Errors only: no progress, no summary.")
 def crawl(
     seeds: tuple[str, ...],
     config_file: Path | None,
     seeds_file: Path | None,
-    verbose: bool,
+    verbose: int,
+    quiet: bool,
+    summary_json: Path | None,
     no_sitemaps: bool,
     include: tuple[str, ...],
     exclude: tuple[str, ...],
     **flags: Any,
 ) -> None:
-    """Crawl SEED... politely, writing WARC and a catalogue to --state DIR."""
-    logging.basicConfig(
-        level=logging.INFO if verbose else logging.WARNING,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
-    try:
+    """Crawl SEED... politely, writing WARC and a catalogue to --state DIR.
+
+    Exit codes: 0 done, 1 failed, 2 refused input (nothing written), 3 stopped by
+    --max-time/--max-pages, 4 stopped by a signal, 5 nothing fetched.
+    """
+    if summary_json is not None:
+        with _expected_errors():
+            check_writable(summary_json.parent, "the directory of --summary-json", must_exist=True)
+    with _expected_errors(summary_json):
         config = _build_config(seeds, config_file, seeds_file, include, exclude, no_sitemaps, flags)
-    except CourtlyError as error:
-        raise click.UsageError(str(error)) from None
-    except TypeError as error:
-        raise click.UsageError(f"missing setting: {error}") from None
-    try:
-        snapshot = run_async(_crawl(config))
-    except CourtlyError as error:
-        click.echo(f"courtly: {error}", err=True)
-        sys.exit(2)
-    sys.exit(0 if snapshot.pages or snapshot.finished else 1)
+        check_crawl_target(config)
+    progress = None
+    if not quiet:
+        progress = progress_for(summary_on_close=False, catalogue_kept=config.store == "sqlite")
+    _setup_logging(verbose, quiet, progress)
+    with _expected_errors(summary_json):
+        snapshot = run_async(_crawl(config, progress))
+    code = exit_code_for(snapshot)
+    if progress is not None:
+        progress.summary(snapshot)
+        if code is ExitCode.NOTHING_FETCHED:
+            progress.notice(_nothing_fetched_hint(snapshot, config))
+    if summary_json is not None:
+        _write_json(summary_json, _summary_data(snapshot, code, config))
+    sys.exit(code)
+
+
+def _nothing_fetched_hint(snapshot: CrawlSnapshot, config: CrawlConfig) -> str:
+    """Why a run fetched nothing, in words, with the flag that changes it where one does."""
+    detail: str | None = getattr(snapshot, "stop_detail", None)
+    if detail:
+        return f"nothing fetched: {detail}"
+    found = {**snapshot.errors, **snapshot.skipped}
+    reasons = ", ".join(f"{k}={v}" for k, v in sorted(found.items())) or "no response"
+    hint = ""
+    if not config.allow_private_networks and found.keys() & _GUARDED:
+        hint = (
+            "; the address guard blocks private, loopback and link-local targets: "
+            "--allow-private-networks allows them"
+        )
+    return f"nothing fetched ({reasons}){hint}"
+
+
+_GUARDED = frozenset({"blocked", "robots_unreachable", "connect"})
+"""Errors that a blocked address also gives (a robots.txt the guard refused is unreachable)."""
+
+
+def _summary_data(snapshot: CrawlSnapshot, code: ExitCode, config: CrawlConfig) -> dict[str, Any]:
+    """The ``--summary-json`` document of a crawl that ran."""
+    data = dataclasses.asdict(snapshot)
+    data["frontier"] = data.pop("counts")
+    data["statuses"] = {str(k): v for k, v in snapshot.statuses.items()}
+    data["exit_code"] = int(code)
+    data["outcome"] = code.name.lower()
+    data["stop_words"] = stop_reason_words(snapshot.stop_reason)
+    data.setdefault("stop_detail", None)
+    data["config"] = config.identity()
+    return data
 
 
 def _build_config(
@@ -197,7 +348,7 @@ def _build_config(
         if value is not None:
             values[key] = value
     if "state_dir" not in values:
-        raise click.UsageError("--state DIR is required (or state_dir in the config file)")
+        raise click.UsageError("--state DIR is required (or state in the config file)")
     if "user_agent" not in values:
         raise click.UsageError(
             "--user-agent is required: a product token and a contact, "
@@ -206,24 +357,34 @@ def _build_config(
     return CrawlConfig(**values)
 
 
-async def _crawl(config: CrawlConfig) -> CrawlSnapshot:
+async def _crawl(config: CrawlConfig, progress: LogProgress | RichProgress | None) -> CrawlSnapshot:
     crawler: Crawler | PartitionedCrawl
-    if config.processes > 1:  # checks the shares now, the state directory's layout in run()
-        level = logging.getLogger().getEffectiveLevel()
-        crawler = PartitionedCrawl(config, progress=progress_for(), log_level=level)
-    else:
-        claim_layout(config.state_dir, 1)  # refuses a partitioned state directory
-        crawler = Crawler(config, progress=progress_for())
+    try:
+        if config.processes > 1:  # checks the shares now, the state directory's layout in run()
+            level = logging.getLogger().getEffectiveLevel()
+            crawler = PartitionedCrawl(config, progress=progress, log_level=level)
+        else:
+            claim_layout(config.state_dir, 1)  # refuses a partitioned state directory
+            crawler = Crawler(config, progress=progress)
+    except OSError as error:  # before anything is crawled: the --state path is unusable
+        raise ConfigError(
+            f"cannot use the state directory {config.state_dir}: {_os_error(error)}"
+        ) from None
     loop = asyncio.get_running_loop()
     signals_seen = 0
+    say: Callable[[str], None] = progress.notice if progress is not None else _say
 
     def on_signal() -> None:
         nonlocal signals_seen
         signals_seen += 1
         if signals_seen == 1:
-            click.echo("\nstopping: finishing requests in flight (again to stop at once)", err=True)
+            say(
+                f"stopping: finishing requests in flight, at most {config.stop_grace_s:g} s "
+                "(again to stop at once)"
+            )
             crawler.request_stop("signal")
         else:
+            say("stopping now: requests in flight are fetched again on resume")
             crawler.abort()
 
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -232,19 +393,25 @@ async def _crawl(config: CrawlConfig) -> CrawlSnapshot:
     return await crawler.run()
 
 
+def _say(text: str) -> None:
+    click.echo(text, err=True)
+
+
 def _open_existing(state_dir: Path) -> Any:
-    if not (state_dir / "frontier.sqlite3").exists():
-        raise click.UsageError(f"no crawl state in {state_dir}")
+    """The store of a crawl's state directory; StateError (missing, damaged, locked)."""
+    path = state_dir / STATE_FILE
+    if not os.path.lexists(path):
+        raise StateError(
+            f"{path}: no crawl state here (the state file is missing); start a crawl with "
+            f"courtly crawl --state {state_dir} SEED..."
+        )
     config = CrawlConfig(state_dir=state_dir, user_agent="courtly/0 (+mailto:status@localhost)")
     return open_store(config, QueueConfig())
 
 
 def _existing_dirs(state_dir: Path) -> list[Path]:
     """The store directories of a crawl (one per partition of a partitioned crawl)."""
-    try:
-        return state_dirs(state_dir)
-    except CourtlyError as error:
-        raise click.ClickException(str(error)) from None
+    return state_dirs(state_dir)
 
 
 def _live_status(directory: Path) -> dict[str, Any] | None:
@@ -262,27 +429,38 @@ def _live_status(directory: Path) -> dict[str, Any] | None:
     "state_dir",
     required=True,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="The state directory of the crawl.",
 )
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
 def status(state_dir: Path, as_json: bool) -> None:
-    """Show the frontier and the last run of the crawl in --state DIR."""
+    """Show the frontier and the last run of the crawl in --state DIR.
+
+    A crawl is shown as running only while it holds its state file's lock; its
+    figures are then those of its last progress tick. Exit code 2 for a missing
+    or damaged state file.
+    """
 
     async def read() -> dict[str, Any]:
         all_counts: list[FrontierCounts] = []
         runs: list[Any] = []
         confs: list[Any] = []
         running = False
+        ticks: list[float] = []
         for directory in _existing_dirs(state_dir):
             try:
                 store = _open_existing(directory)
-            except StateError:
+            except StateLocked:  # the lock is held: a crawl runs; its status.json is fresh
                 live = _live_status(directory)
-                if live is None:
-                    raise
                 running = True
+                if live is None:
+                    raise StateLocked(
+                        f"{directory / STATE_FILE}: a crawl is running on this state and has "
+                        "not reported progress yet; try again in a few seconds"
+                    ) from None
                 all_counts.append(FrontierCounts(**live["frontier"]))
                 runs.append(live["last_run"])
-                confs.append(None)
+                confs.append(live.get("config"))
+                ticks.append(float(live["last_run"].get("updated_at", 0.0)))
                 continue
             try:
                 all_counts.append(await store.counts(0.0))
@@ -299,30 +477,58 @@ def status(state_dir: Path, as_json: bool) -> None:
             "last_run": runs[0] if len(runs) == 1 else merge_last_runs(runs),
             "config": confs[0],
             "running": running,
+            "progress_age_s": (time.time() - min(ticks)) if ticks else None,
         }
 
-    try:
+    with _expected_errors():
         data = run_async(read())
-    except CourtlyError as error:
-        raise click.ClickException(str(error)) from None
     if as_json:
         click.echo(json.dumps(data, indent=2, sort_keys=True))
         return
+    for line in _status_lines(data):
+        click.echo(line)
+
+
+def _counts_words(items: dict[str, int] | None) -> str:
+    if not items:
+        return "none"
+    return ", ".join(f"{k} {v}" for k, v in sorted(items.items(), key=lambda kv: -kv[1]))
+
+
+def _status_lines(data: dict[str, Any]) -> list[str]:
+    """``courtly status`` in words."""
     f = data["frontier"]
-    click.echo(f"state      {state_dir}")
+    lines = [f"state      {data['state_dir']}"]
     if data["running"]:
-        click.echo("running    yes: figures from the crawl's last progress tick")
-    click.echo(f"queued     {f['queued']} URLs over {f['hosts_active']} active hosts")
-    click.echo(f"seen       {f['seen']} URLs; requests made {f['requests_made']}")
-    click.echo(f"hosts      retired {f['hosts_retired']}")
+        age = data.get("progress_age_s")
+        when = f", {age:.0f} s ago" if age is not None else ""
+        lines.append(f"crawl      running (figures from its last progress tick{when})")
+    else:
+        lines.append("crawl      not running")
+    lines += [
+        f"queued     {f['queued']} URLs over {f['hosts_active']} active hosts",
+        f"seen       {f['seen']} URLs; requests made {f['requests_made']}",
+        f"hosts      {f['hosts_retired']} retired",
+    ]
     last = data["last_run"]
     if last:
-        click.echo(
-            f"last run   pages={last['pages']} robots={last['robots_fetches']} "
-            f"finished={last['finished']} stop={last['stop_reason']}"
+        state = "running" if data["running"] else stop_reason_words(last.get("stop_reason"))
+        lines += [
+            f"last run   {last['pages']} pages, {last['robots_fetches']} robots.txt fetches, "
+            f"{last.get('bytes_received', 0) / 1e6:.1f} MB: {state}",
+            *([f"why        {last['stop_detail']}"] if last.get("stop_detail") else []),
+            f"errors     {_counts_words(last.get('errors'))}",
+            f"skipped    {_counts_words(last.get('skipped'))}",
+        ]
+    config = data.get("config")
+    if config:
+        seeds = config.get("seeds", [])
+        lines.append(
+            f"config     {len(seeds)} seed(s), scope {config.get('scope')}, min delay "
+            f"{config.get('min_delay_s')} s, concurrency {config.get('concurrency')}, "
+            f"store {config.get('store')}"
         )
-        click.echo(f"errors     {last['errors']}")
-        click.echo(f"skipped    {last['skipped']}")
+    return lines
 
 
 @main.command()
@@ -331,6 +537,7 @@ def status(state_dir: Path, as_json: bool) -> None:
     "state_dir",
     required=True,
     type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="The state directory of the crawl.",
 )
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 @click.option(
@@ -340,7 +547,11 @@ def status(state_dir: Path, as_json: bool) -> None:
     help="Write here instead of standard output.",
 )
 def export(state_dir: Path, fmt: str, output: Path | None) -> None:
-    """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines."""
+    """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines.
+
+    ``-o FILE`` appears whole or not at all. Exit code 2 for a missing, damaged or
+    locked state file or an unwritable output.
+    """
     from courtly.archive.catalogue import export_jsonl
 
     async def write(out: Any) -> int:
@@ -359,12 +570,19 @@ def export(state_dir: Path, fmt: str, output: Path | None) -> None:
                 await store.aclose()
         return count
 
-    try:
+    with _expected_errors():
+        for directory in _existing_dirs(state_dir):  # refuse before creating the output
+            if not os.path.lexists(directory / STATE_FILE):
+                _open_existing(directory)
         if output is None:
             count = run_async(write(sys.stdout))
         else:
-            with output.open("w", encoding="utf-8") as out:
-                count = run_async(write(out))
-    except CourtlyError as error:
-        raise click.ClickException(str(error)) from None
+            check_writable(output.parent, "the directory of --output", must_exist=True)
+            partial = output.with_name(output.name + ".partial")
+            try:  # the output appears whole, or not at all
+                with partial.open("w", encoding="utf-8") as out:
+                    count = run_async(write(out))
+                partial.replace(output)
+            finally:
+                partial.unlink(missing_ok=True)
     click.echo(f"{count} catalogue entries", err=True)

@@ -3,6 +3,11 @@
 Every field has a unit in its name where it has one. :func:`load_toml` reads a
 file whose keys are the field names (or the CLI flag names with ``-``); flags
 given on the command line override the file.
+
+Every value is checked (:func:`check_setting`, from ``CrawlConfig.__post_init__``
+and from :func:`load_toml`): its type, that a number is finite and in range, that
+a choice is one of its values; the message names the setting as the user wrote
+it (``--max-time``, or ``max-time in crawl.toml``) and says what is expected.
 """
 
 from __future__ import annotations
@@ -12,11 +17,21 @@ import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
-from courtly.errors import ConfigError
+from courtly.errors import ConfigError, InvalidURL
+from courtly.url.canonical import canonicalize
 
-__all__ = ["CrawlConfig", "check_user_agent", "load_toml"]
+__all__ = [
+    "CrawlConfig",
+    "check_seeds",
+    "check_setting",
+    "check_user_agent",
+    "flag_name",
+    "load_toml",
+    "read_seeds_file",
+    "shorten",
+]
 
 ScopeMode = Literal["host", "domain", "any"]
 StoreKind = Literal["sqlite", "memory"]
@@ -25,6 +40,29 @@ _CONTACT_RE = re.compile(
     r"(https?://[^\s;()]+|mailto:[^\s;()]+|[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})"
 )
 _TOKEN_RE = re.compile(r"^[A-Za-z_-]+(/[^\s]+)?(\s|$)")
+DEFAULT_BACK_QUEUES = 10_000
+"""Default cap on hosts holding a back-queue slot (``CrawlConfig.back_queues``)."""
+
+
+def shorten(text: str, limit: int = 80) -> str:
+    """``repr(text)``, cut to about ``limit`` characters with its full length said."""
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[: limit - 20]!r}... ({len(text)} characters)"
+
+
+def check_seeds(seeds: tuple[str, ...] | list[str]) -> None:
+    """Raise :class:`ConfigError` listing every seed that is not a crawlable http(s) URL
+    (each shortened, with why), so a bad seed is never stored in a state directory."""
+    bad: list[str] = []
+    for seed in seeds:
+        try:
+            canonicalize(seed)
+        except InvalidURL as error:
+            bad.append(f"  {shorten(seed)}: {str(error)[:160]}")
+    if bad:
+        many = f"{len(bad)} of {len(seeds)} seeds are" if len(seeds) > 1 else "the seed is"
+        raise ConfigError(f"{many} not crawlable http(s) URLs:\n" + "\n".join(bad))
 
 
 def check_user_agent(user_agent: str) -> str:
@@ -75,9 +113,10 @@ class CrawlConfig:
     (``courtly.parallel``); ``concurrency`` and ``per_ip`` are shared out between them.
     A resumed crawl must keep the same number."""
     back_queues: int | None = None
-    """Hosts holding a back queue at once. Default: enough to keep every fetcher busy
-    while each host waits out its delay, ``max(3 × concurrency, concurrency × min_delay_s /
-    0.05 s)`` (a fetch is assumed to take about 50 ms)."""
+    """Cap on the hosts holding a back-queue slot at once (a memory bound; default
+    10,000). How many do hold one follows demand: a lease that finds too few ready hosts
+    takes more in, and a host that must wait longer than a few delays gives its slot up
+    (see docs/frontier.md)."""
     hosts_file: Path | None = None
     """An /etc/hosts-format file that overrides DNS for the names it lists."""
     allow_private_networks: bool = False
@@ -107,32 +146,28 @@ class CrawlConfig:
     committed, and a crash repeats up to 0.2 s of completed fetches."""
     lease_ttl_s: float = 120.0
     progress_interval_s: float = 2.0
-    warc_gzip_level: int = 6
+    """Seconds between progress updates (and ``status.json`` writes); at least 0.1."""
+    warc_gzip_level: int = 2
+    """WARC gzip level: 0-3 ISA-L (fast; 2 is its default), 4-9 zlib (smaller, slower)."""
+    stop_grace_s: float = 5.0
+    """After a stop (signal, ``max_time_s``, ``max_pages``), requests still in flight are
+    abandoned after this long: a ``max_time_s`` crawl ends within ``max_time_s +
+    stop_grace_s`` of its start."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     """Unknown TOML keys, kept so they can be reported."""
 
     def __post_init__(self) -> None:
+        for spec in fields(self):
+            if spec.name in _RULES:
+                value = check_setting(spec.name, getattr(self, spec.name), flag_name(spec.name))
+                object.__setattr__(self, spec.name, value)
         check_user_agent(self.user_agent)
-        if self.concurrency < 1:
-            raise ConfigError("concurrency must be >= 1")
-        if self.per_ip < 1:
-            raise ConfigError("per_ip must be >= 1")
-        if self.processes < 1:
-            raise ConfigError("processes must be >= 1")
-        if self.back_queues is not None and self.back_queues < 1:
-            raise ConfigError("back_queues must be >= 1")
-        if self.min_delay_s < 0 or self.max_delay_s < self.min_delay_s:
-            raise ConfigError("need 0 <= min_delay_s <= max_delay_s")
-        if self.delay_factor < 0:
-            raise ConfigError("delay_factor must be >= 0")
-        if self.scope not in ("host", "domain", "any"):
-            raise ConfigError(f"scope must be host, domain or any, not {self.scope!r}")
-        if self.host_key not in ("host", "domain"):
-            raise ConfigError(f"host_key must be host or domain, not {self.host_key!r}")
-        if self.durability not in ("crash", "power"):
-            raise ConfigError(f"durability must be crash or power, not {self.durability!r}")
-        if self.store not in ("sqlite", "memory"):
-            raise ConfigError(f"store must be sqlite or memory, not {self.store!r}")
+        check_seeds(self.seeds)
+        if self.max_delay_s < self.min_delay_s:
+            raise ConfigError(
+                f"--max-delay ({self.max_delay_s:g} s) must not be below "
+                f"--min-delay ({self.min_delay_s:g} s)"
+            )
         for pattern in (*self.include, *self.exclude):
             try:
                 re.compile(pattern)
@@ -141,14 +176,18 @@ class CrawlConfig:
 
     def effective_back_queues(self) -> int:
         """``back_queues``, or the default described on the field."""
-        if self.back_queues is not None:
-            return self.back_queues
-        busy = math.ceil(self.concurrency * self.min_delay_s / 0.05)
-        return max(3 * self.concurrency, min(busy, 100_000))
+        return self.back_queues if self.back_queues is not None else DEFAULT_BACK_QUEUES
 
     def identity(self) -> dict[str, object]:
         """The settings that shape a crawl's results, for reporting a changed configuration."""
-        skip = {"max_time_s", "max_pages", "progress_interval_s", "extra", "state_dir"}
+        skip = {
+            "max_time_s",
+            "max_pages",
+            "progress_interval_s",
+            "stop_grace_s",
+            "extra",
+            "state_dir",
+        }
         out: dict[str, object] = {}
         for spec in fields(self):
             if spec.name in skip:
@@ -164,6 +203,163 @@ class CrawlConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
+@dataclass(frozen=True, slots=True)
+class _Rule:
+    """What one setting accepts. ``low``/``high`` bound numbers (``above``: strictly)."""
+
+    kind: Literal["seconds", "number", "count", "bool", "text", "path", "list", "choice"]
+    low: float | None = None
+    above: bool = False
+    high: float | None = None
+    optional: bool = False
+    choices: tuple[str, ...] = ()
+
+
+_MAX_SECONDS: Final = 1e9
+"""No duration may exceed this (about 31 years): longer waits overflow the event loop."""
+_RULES: Final[dict[str, _Rule]] = {
+    "state_dir": _Rule("path"),
+    "user_agent": _Rule("text"),
+    "seeds": _Rule("list"),
+    "min_delay_s": _Rule("seconds", low=0.0),
+    "delay_factor": _Rule("number", low=0.0, high=1000.0),
+    "max_delay_s": _Rule("seconds", low=0.0),
+    "max_time_s": _Rule("seconds", low=0.0, above=True, optional=True),
+    "max_pages": _Rule("count", low=1, optional=True),
+    "concurrency": _Rule("count", low=1, high=10_000),
+    "per_ip": _Rule("count", low=1, high=10_000),
+    "processes": _Rule("count", low=1, high=256),
+    "back_queues": _Rule("count", low=1, high=10_000_000, optional=True),
+    "hosts_file": _Rule("path", optional=True),
+    "allow_private_networks": _Rule("bool"),
+    "scope": _Rule("choice", choices=("host", "domain", "any")),
+    "host_key": _Rule("choice", choices=("host", "domain")),
+    "include": _Rule("list"),
+    "exclude": _Rule("list"),
+    "max_depth": _Rule("count", low=0, optional=True),
+    "max_queued_per_host": _Rule("count", low=1, optional=True),
+    "max_requests_per_host": _Rule("count", low=1, optional=True),
+    "connect_timeout_s": _Rule("seconds", low=0.0, above=True),
+    "total_timeout_s": _Rule("seconds", low=0.0, above=True),
+    "max_body_bytes": _Rule("count", low=1),
+    "robots_ttl_s": _Rule("seconds", low=0.0, above=True),
+    "follow_sitemaps": _Rule("bool"),
+    "store": _Rule("choice", choices=("sqlite", "memory")),
+    "durability": _Rule("choice", choices=("crash", "power")),
+    "lease_ttl_s": _Rule("seconds", low=0.0, above=True),
+    "progress_interval_s": _Rule("seconds", low=0.1),
+    "warc_gzip_level": _Rule("count", low=0, high=9),
+    "stop_grace_s": _Rule("seconds", low=0.0),
+}
+_FLAGS: Final = {
+    "state_dir": "--state",
+    "seeds": "SEED",
+    "min_delay_s": "--min-delay",
+    "max_delay_s": "--max-delay",
+    "max_time_s": "--max-time",
+    "connect_timeout_s": "--connect-timeout",
+    "total_timeout_s": "--timeout",
+    "max_body_bytes": "--max-body",
+    "progress_interval_s": "--progress-interval",
+    "stop_grace_s": "--stop-grace",
+    "follow_sitemaps": "--no-sitemaps",
+    "robots_ttl_s": "robots-ttl",
+    "lease_ttl_s": "lease-ttl",
+    "warc_gzip_level": "warc-gzip-level",
+}
+
+
+def flag_name(name: str) -> str:
+    """The command-line spelling of the setting ``name`` (``max_time_s`` -> ``--max-time``);
+    settings without a flag are named by their config-file key."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def _number_text(rule: _Rule) -> str:
+    unit = {"seconds": "a number of seconds", "number": "a number", "count": "a whole number"}
+    text = unit[rule.kind]
+    low, high = rule.low, rule.high
+    if low is not None and high is not None:
+        return f"{text} from {_num(low)} to {_num(high)}"
+    if low is not None:
+        return f"{text} {'>' if rule.above else '>='} {_num(low)}"
+    return text
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_setting(name: str, value: Any, label: str) -> Any:
+    """Return ``value`` checked (and normalised) for the setting ``name``, or raise
+    :class:`ConfigError` naming it as ``label``.
+
+    Numbers must be finite and within the setting's range (an ``int`` is accepted
+    for seconds and converted); a count must be a whole number; a list may be given
+    as one string (a one-element list); paths may be strings. ``None`` is accepted
+    for optional settings only. Unknown names are returned unchecked.
+    """
+    rule = _RULES.get(name)
+    if rule is None:
+        return value
+    if value is None:
+        if rule.optional:
+            return None
+        raise ConfigError(f"{label} is required")
+    kind = rule.kind
+    if kind in ("seconds", "number", "count"):
+        return _check_number(rule, value, label)
+    if kind == "bool":
+        if not isinstance(value, bool):
+            raise ConfigError(f"{label} must be true or false, not {_shown(value)}")
+        return value
+    if kind == "text":
+        if not isinstance(value, str):
+            raise ConfigError(f"{label} must be a string, not {_shown(value)}")
+        return value
+    if kind == "path":
+        if isinstance(value, str) and value:
+            return Path(value)
+        if isinstance(value, Path):
+            return value
+        raise ConfigError(f"{label} must be a path (a non-empty string), not {_shown(value)}")
+    if kind == "list":
+        if isinstance(value, str):
+            return (value,)
+        if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{label} must be a list of strings, not {_shown(value)}")
+        return tuple(value)
+    if value not in rule.choices:
+        raise ConfigError(f"{label} must be one of {', '.join(rule.choices)}, not {_shown(value)}")
+    return value
+
+
+def _check_number(rule: _Rule, value: Any, label: str) -> float | int:
+    expected = _number_text(rule)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ConfigError(f"{label} must be {expected}, not {_shown(value)}")
+    number: float | int
+    if rule.kind == "count":
+        if not isinstance(value, int) and not (math.isfinite(value) and value.is_integer()):
+            raise ConfigError(f"{label} must be {expected}, not {_shown(value)}")
+        number = int(value)
+    else:
+        number = float(value)
+        if not math.isfinite(number):
+            raise ConfigError(f"{label} must be {expected}, not {number}")
+    high = _MAX_SECONDS if rule.high is None and rule.kind == "seconds" else rule.high
+    low = rule.low
+    too_low = low is not None and (number <= low if rule.above else number < low)
+    if too_low or (high is not None and number > high):
+        raise ConfigError(f"{label} must be {expected}, not {number:g}")
+    return number
+
+
 _FIELD_NAMES = {spec.name for spec in fields(CrawlConfig)} - {"extra"}
 _ALIASES = {
     "min_delay": "min_delay_s",
@@ -171,36 +367,52 @@ _ALIASES = {
     "max_time": "max_time_s",
     "state": "state_dir",
     "seeds_file": "seeds_file",
+    "timeout": "total_timeout_s",
+    "connect_timeout": "connect_timeout_s",
+    "max_body": "max_body_bytes",
+    "progress_interval": "progress_interval_s",
+    "stop_grace": "stop_grace_s",
+    "robots_ttl": "robots_ttl_s",
+    "lease_ttl": "lease_ttl_s",
 }
 
 
 def load_toml(path: Path) -> dict[str, Any]:
     """Read a TOML config file into field-name keys (flag spellings accepted).
 
-    Keys may sit at the top level or in a ``[crawl]`` table. Returns a dict
-    suitable for ``CrawlConfig(**...)`` after merging with flags; unknown keys
-    raise :class:`ConfigError`.
+    Keys sit at the top level or, all of them, in a ``[crawl]`` table (then no other
+    top-level key is allowed). Every value is checked (:func:`check_setting`; a
+    ``seeds`` string is one seed). Returns a dict suitable for ``CrawlConfig(**...)``
+    after merging with flags; unknown keys and bad values raise :class:`ConfigError`.
     """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as error:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"cannot read config file {path}: {error}") from None
     table = data.get("crawl", data)
     if not isinstance(table, dict):
-        raise ConfigError("the [crawl] entry must be a table")
+        raise ConfigError(f"{path}: the crawl entry must be a [crawl] table")
+    if "crawl" in data and len(data) > 1:
+        others = ", ".join(repr(k) for k in data if k != "crawl")
+        raise ConfigError(
+            f"{path}: top-level {others} beside the [crawl] table: put every setting "
+            "inside [crawl] (or drop the [crawl] header)"
+        )
     out: dict[str, Any] = {}
     for raw_key, value in table.items():
         key = raw_key.replace("-", "_")
         key = _ALIASES.get(key, key)
+        label = f"{raw_key} in {path}"
         if key == "seeds_file":
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{label} must be a path (a non-empty string)")
             out["seeds"] = tuple(out.get("seeds", ())) + tuple(read_seeds_file(Path(value)))
             continue
         if key not in _FIELD_NAMES:
             raise ConfigError(f"unknown setting {raw_key!r} in {path}")
-        if key in ("seeds", "include", "exclude"):
-            value = tuple(value)
-        if key in ("state_dir", "hosts_file"):
-            value = Path(value)
+        value = check_setting(key, value, label)
+        if key == "seeds":
+            value = tuple(out.get("seeds", ())) + value
         out[key] = value
     return out
 
@@ -209,6 +421,6 @@ def read_seeds_file(path: Path) -> list[str]:
     """One URL per line; blank lines and ``#`` comments ignored."""
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
-    except OSError as error:
+    except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read seeds file {path}: {error}") from None
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]

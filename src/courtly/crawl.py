@@ -35,16 +35,16 @@ from typing import Literal, Protocol
 
 import xxhash
 
-from courtly.archive.catalogue import CatalogueEntry
+from courtly.archive.catalogue import CatalogueEntry, fail_reason_for_status
 from courtly.archive.warc import WarcWriter
 from courtly.clock import Clock, SystemClock
-from courtly.config import CrawlConfig
+from courtly.config import CrawlConfig, shorten
 from courtly.errors import FetchError, InvalidURL, StateError
 from courtly.fetch.config import FetchConfig
 from courtly.fetch.http_fetcher import HttpFetcher
 from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.budget import BudgetConfig
-from courtly.frontier.config import FrontierConfig, QueueConfig
+from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
 from courtly.frontier.frontier import Candidate, Frontier
 from courtly.frontier.politeness import PolitenessConfig, parse_retry_after, politeness_delay_s
 from courtly.frontier.records import (
@@ -71,6 +71,7 @@ from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
 from courtly.url import (
     DomainResolver,
+    JoinCache,
     Scope,
     TrapConfig,
     UrlJoiner,
@@ -94,7 +95,6 @@ __all__ = [
 log = logging.getLogger("courtly.crawl")
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
-_STOP_GRACE_S = 5.0
 STATUS_FILE = "status.json"
 """Written to the state directory with every progress tick: what ``courtly status``
 shows while the crawl holds its state file."""
@@ -232,7 +232,10 @@ def build_crawler(
 def frontier_config(config: CrawlConfig) -> FrontierConfig:
     """The frontier settings implied by a crawl config."""
     return FrontierConfig(
-        queues=QueueConfig(max_back_queues=config.effective_back_queues()),
+        queues=QueueConfig(
+            max_back_queues=config.effective_back_queues(),
+            inactive_after_s=default_inactive_after_s(config.min_delay_s),
+        ),
         politeness=PolitenessConfig(
             min_delay_s=config.min_delay_s,
             delay_factor=config.delay_factor,
@@ -283,6 +286,7 @@ class Crawler:
         self._robots = RobotsCache(ttl_s=config.robots_ttl_s)
         self._robots_restored: set[tuple[str, str, int]] = set()
         self._traps = TrapConfig()
+        self._join_cache = JoinCache()  # sibling pages repeat their hrefs
         self._scope: Scope | None = None
         self._sitemaps: set[str] = set()
         self._warc: WarcWriter | None = None
@@ -298,13 +302,15 @@ class Crawler:
     # -- lifecycle ------------------------------------------------------------
 
     def request_stop(self, reason: str = "requested") -> None:
-        """Stop leasing; requests in flight finish, or are abandoned after a grace of 5 s
-        (their leases stay void: the URLs are fetched again on resume)."""
+        """Stop leasing; requests in flight finish, or are abandoned after
+        ``config.stop_grace_s`` (5 s; their leases stay void: the URLs are fetched again
+        on resume)."""
         if not self._stopping:
             self._stopping = True
             self._stop_reason = reason
             with contextlib.suppress(RuntimeError):  # no running loop: nothing to cancel
-                asyncio.get_running_loop().call_later(_STOP_GRACE_S, self._cancel_workers)
+                grace_s = self.config.stop_grace_s
+                asyncio.get_running_loop().call_later(grace_s, self._cancel_workers)
         self._wake.set()
 
     def _cancel_workers(self) -> None:
@@ -402,7 +408,7 @@ class Crawler:
                     self.config_changes.append(f"{key}: {old[key]!r} -> {value!r}")
             for change in self.config_changes:
                 log.warning("resuming with a changed configuration: %s", change)
-        seeds = list(dict.fromkeys([*stored_seeds, *self.config.seeds]))
+        seeds = list(dict.fromkeys([*_crawlable(stored_seeds, self.stats), *self.config.seeds]))
         if not seeds:
             raise StateError(
                 f"nothing to crawl: no seeds given and no crawl in {self.config.state_dir}"
@@ -430,7 +436,8 @@ class Crawler:
             log.warning("seed %r is not a crawlable URL", seed)
 
     async def _deadline(self, max_time_s: float) -> None:
-        await asyncio.sleep(max_time_s)
+        """Stop ``max_time_s`` after the run started (opening the state counts)."""
+        await asyncio.sleep(self.stats.started_at + max_time_s - self._clock.now())
         self.request_stop("max_time")
 
     async def _reporter(self) -> None:
@@ -463,6 +470,7 @@ class Crawler:
             "last_run": data,
             "pages_per_s": snapshot.pages_per_s,
             "in_flight": snapshot.in_flight,
+            "config": self.config.identity(),
         }
         path = self.config.state_dir / STATUS_FILE
         with contextlib.suppress(OSError):
@@ -573,6 +581,7 @@ class Crawler:
             await self.frontier.release(lease, Outcome.deferred(now, wait_s))
             return
         if not decision.allowed(lease.url, self._ua):
+            log.info("%s disallowed by robots.txt", lease.url)
             self.stats.skipped["robots"] += 1
             entry = CatalogueEntry(lease.url, depth=lease.depth, skip_reason="robots")
             await self._complete(lease, Outcome.no_request(self._clock.now()), (), (entry,))
@@ -660,8 +669,13 @@ class Crawler:
             if error.kind in ("blocked", "too_long_url"):
                 kind = OutcomeKind.NO_REQUEST
             outcome = Outcome(kind, lease.leased_at, now, crawl_delay_s=crawl_delay)
+            log.info("%s failed: %s (%s)", lease.url, error.kind, error)
             entry = CatalogueEntry(
-                lease.url, depth=lease.depth, fetched_at=now, skip_reason=f"error:{error.kind}"
+                lease.url,
+                depth=lease.depth,
+                fetched_at=now,
+                skip_reason=f"error:{error.kind}",
+                fail_reason=error.kind,
             )
             await self._complete(lease, outcome, (), (entry,))
             return
@@ -678,11 +692,23 @@ class Crawler:
         )
         if outcome.kind is not OutcomeKind.SUCCESS:
             self.stats.errors[f"http_{result.status}"] += 1
+        log.info(
+            "%s %d in %.3f s, %d bytes",
+            lease.url,
+            result.status,
+            result.elapsed_s,
+            len(result.body),
+        )
         if outcome.kind is OutcomeKind.THROTTLED:
             # 429/503: the server asked us to come back later. The URL returns to the
             # head of its queue and the host waits out the back-off (Retry-After);
             # a host that keeps refusing is parked, then retired (bounding retries).
             self.stats.retries += 1
+            # Catalogued as not fetched (no status) but why; replaced once it is fetched.
+            throttled = CatalogueEntry(
+                lease.url, depth=lease.depth, fail_reason=fail_reason_for_status(result.status)
+            )
+            await self._store.record([throttled])
             await self.frontier.release(lease, outcome)
             # Commit the back-off now: a crash in the commit window would otherwise
             # forget it, and the resumed crawl would ask again inside Retry-After.
@@ -713,6 +739,7 @@ class Crawler:
             noindex=facts.noindex,
             etag=result.header("ETag"),
             last_modified=result.header("Last-Modified"),
+            fail_reason=fail_reason_for_status(result.status),
         )
         statuses = await self._complete(lease, outcome, discovered, (page_entry, *facts.skipped))
         if statuses is not None and discovered:
@@ -736,7 +763,7 @@ class Crawler:
     def _links_of(self, lease: Lease, result: FetchResult) -> _PageFacts:
         """What a response says: its links (to queue or skipped, with why), redirect, title."""
         depth = lease.depth + 1
-        joiner = UrlJoiner(lease.url)
+        joiner = UrlJoiner(lease.url, canonical=True, cache=self._join_cache)
         urls: list[str] = []
         redirect_to: str | None = None
         title: str | None = None
@@ -856,11 +883,27 @@ class Crawler:
     def _archive(self, result: FetchResult) -> tuple[str, int, int] | None:
         if self._warc is None:
             return None
+        # write_exchange returns once the records are with the OS, so the catalogue never
+        # commits a pointer past the end of a WARC that a killed process leaves behind.
         position = self._warc.write_exchange(result)
-        # Hand the record to the OS before the catalogue can commit a pointer to it:
-        # a killed process then never leaves a catalogue row past the end of a WARC.
-        self._warc.flush()
         return (position.filename, position.offset, position.length)
+
+
+def _crawlable(seeds: Sequence[str], stats: CrawlStats) -> list[str]:
+    """The stored seeds that are crawlable URLs; the others (stored by an older courtly,
+    which did not check seeds first) are reported, counted and skipped."""
+    kept: list[str] = []
+    for seed in seeds:
+        try:
+            canonicalize(seed)
+        except InvalidURL as error:
+            stats.skipped["invalid_seed"] += 1
+            log.warning(
+                "skipping a stored seed that is not a crawlable URL: %s (%s)", shorten(seed), error
+            )
+            continue
+        kept.append(seed)
+    return kept
 
 
 def _host_key_function(mode: Literal["host", "domain"]) -> Callable[[str], str]:

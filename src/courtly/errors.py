@@ -6,6 +6,7 @@
     ├── InvalidURL            a string that cannot be a crawlable http(s) URL
     ├── ConfigError           a configuration that cannot be used (clear message for the CLI)
     ├── StateError            a state directory that is corrupt, foreign or from a newer version
+    │   └── StateLocked       a state file another process (a running crawl) holds
     └── FetchError            a fetch that failed before a response (kind says why)
         └── BlockedAddress    the address guard refused the resolved IP
 """
@@ -19,6 +20,7 @@ __all__ = [
     "FetchError",
     "InvalidURL",
     "StateError",
+    "StateLocked",
 ]
 
 
@@ -36,6 +38,10 @@ class ConfigError(CourtlyError, ValueError):
 
 class StateError(CourtlyError):
     """A state directory is corrupt, foreign, or written by a newer courtly."""
+
+
+class StateLocked(StateError):
+    """The state file is locked by another process: a crawl is running on it."""
 
 
 class FetchError(CourtlyError):

@@ -1,7 +1,10 @@
 """Progress output: a live rich dashboard on a terminal, plain log lines otherwise.
 
 Both implement :class:`courtly.crawl.ProgressSink`; the crawl calls ``update``
-every ``progress_interval_s`` and ``close`` once with the final snapshot.
+every ``progress_interval_s`` and ``close`` once with the final snapshot. ``close``
+prints the summary unless the sink was made with ``summary_on_close=False`` (the
+command line prints it itself, and only for a crawl that ran). :meth:`notice`
+prints a line that the live panel does not overwrite (e.g. "stopping...").
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from courtly.crawl import CrawlSnapshot
+from courtly.exit_codes import stop_reason_words
 
 __all__ = ["LogProgress", "RichProgress", "format_summary", "progress_for"]
 
@@ -29,16 +33,25 @@ def format_line(snapshot: CrawlSnapshot) -> str:
     return (
         f"[{snapshot.elapsed_s:7.1f}s] pages={snapshot.pages} ({snapshot.pages_per_s:.1f}/s) "
         f"robots={snapshot.robots_fetches} queued={c.queued} in_flight={snapshot.in_flight} "
-        f"hosts ready={c.hosts_ready} snoozed={c.hosts_snoozed} parked={c.hosts_parked} "
-        f"retired={c.hosts_retired} errors: {_counts_line(snapshot.errors)}"
+        f"hosts ready={c.hosts_ready} snoozed={c.hosts_snoozed} inactive={c.hosts_inactive} "
+        f"parked={c.hosts_parked} retired={c.hosts_retired} "
+        f"errors: {_counts_line(snapshot.errors)}"
     )
 
 
-def format_summary(snapshot: CrawlSnapshot) -> str:
-    """The end-of-crawl summary, plain text."""
+def format_summary(snapshot: CrawlSnapshot, *, catalogue_kept: bool = True) -> str:
+    """The end-of-crawl summary, plain text. ``catalogue_kept=False`` (``--store memory``)
+    says the catalogue is gone instead of suggesting ``courtly export``."""
     c = snapshot.counts
+    detail: str | None = getattr(snapshot, "stop_detail", None)
+    catalogue = (
+        f"courtly export --state {snapshot.state_dir} --format jsonl"
+        if catalogue_kept
+        else "not kept (--store memory keeps nothing after exit; the WARC files remain)"
+    )
     lines = [
-        f"crawl {snapshot.stop_reason or 'stopped'} after {snapshot.elapsed_s:.1f} s",
+        f"crawl ended after {snapshot.elapsed_s:.1f} s: {stop_reason_words(snapshot.stop_reason)}",
+        *([f"  why               {detail}"] if detail else []),
         f"  pages fetched     {snapshot.pages} ({snapshot.pages_per_s:.1f}/s), "
         f"{snapshot.bytes_received / 1e6:.1f} MB received",
         f"  robots.txt        {snapshot.robots_fetches} fetches",
@@ -47,10 +60,10 @@ def format_summary(snapshot: CrawlSnapshot) -> str:
         f"  errors            {_counts_line(snapshot.errors)}",
         f"  skipped           {_counts_line(snapshot.skipped)}",
         f"  frontier          queued={c.queued} seen={c.seen} hosts: active={c.hosts_active} "
-        f"ready={c.hosts_ready} snoozed={c.hosts_snoozed} parked={c.hosts_parked} "
-        f"retired={c.hosts_retired}",
+        f"ready={c.hosts_ready} snoozed={c.hosts_snoozed} inactive={c.hosts_inactive} "
+        f"parked={c.hosts_parked} retired={c.hosts_retired}",
         f"  state directory   {snapshot.state_dir}",
-        f"  catalogue         courtly export --state {snapshot.state_dir} --format jsonl",
+        f"  catalogue         {catalogue}",
     ]
     for path in snapshot.warc_files:
         lines.append(f"  WARC              {path}")
@@ -60,23 +73,53 @@ def format_summary(snapshot: CrawlSnapshot) -> str:
 class LogProgress:
     """Plain periodic lines (for pipes, CI and log files)."""
 
-    def __init__(self, out: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        out: TextIO | None = None,
+        *,
+        summary_on_close: bool = True,
+        catalogue_kept: bool = True,
+    ) -> None:
         self._out = out or sys.stderr
+        self._summary_on_close = summary_on_close
+        self._catalogue_kept = catalogue_kept
 
     def update(self, snapshot: CrawlSnapshot) -> None:
         print(format_line(snapshot), file=self._out, flush=True)
 
+    def notice(self, text: str) -> None:
+        """One line of its own."""
+        print(text, file=self._out, flush=True)
+
+    def summary(self, snapshot: CrawlSnapshot) -> None:
+        """Print the end-of-crawl summary."""
+        self.notice(format_summary(snapshot, catalogue_kept=self._catalogue_kept))
+
     def close(self, snapshot: CrawlSnapshot) -> None:
-        print(format_summary(snapshot), file=self._out, flush=True)
+        if self._summary_on_close:
+            self.summary(snapshot)
 
 
 class RichProgress:
     """A live dashboard: rates, queue sizes, host states, errors by kind."""
 
-    def __init__(self, console: Console | None = None) -> None:
+    def __init__(
+        self,
+        console: Console | None = None,
+        *,
+        summary_on_close: bool = True,
+        catalogue_kept: bool = True,
+    ) -> None:
         self._console = console or Console(stderr=True)
         self._live = Live(console=self._console, refresh_per_second=4, transient=False)
         self._started = False
+        self._summary_on_close = summary_on_close
+        self._catalogue_kept = catalogue_kept
+
+    @property
+    def console(self) -> Console:
+        """The console the panel draws on (log lines printed there appear above it)."""
+        return self._console
 
     def _render(self, snapshot: CrawlSnapshot) -> Panel:
         c = snapshot.counts
@@ -91,7 +134,7 @@ class RichProgress:
         table.add_row(
             "hosts",
             f"active {c.hosts_active}  ready {c.hosts_ready}  snoozed {c.hosts_snoozed}  "
-            f"parked {c.hosts_parked}  retired {c.hosts_retired}",
+            f"inactive {c.hosts_inactive}  parked {c.hosts_parked}  retired {c.hosts_retired}",
         )
         table.add_row("statuses", _counts_line(snapshot.statuses))
         table.add_row("errors", _counts_line(snapshot.errors))
@@ -104,14 +147,27 @@ class RichProgress:
             self._started = True
         self._live.update(self._render(snapshot))
 
+    def notice(self, text: str) -> None:
+        """A line printed above the live panel (the panel never overwrites it)."""
+        self._console.print(text, markup=False, highlight=False)
+
+    def summary(self, snapshot: CrawlSnapshot) -> None:
+        """Print the end-of-crawl summary (below the final panel)."""
+        self.notice(format_summary(snapshot, catalogue_kept=self._catalogue_kept))
+
     def close(self, snapshot: CrawlSnapshot) -> None:
         if self._started:
             self._live.update(self._render(snapshot))
             self._live.stop()
-        self._console.print(format_summary(snapshot))
+        if self._summary_on_close:
+            self.summary(snapshot)
 
 
-def progress_for(stream: TextIO | None = None) -> LogProgress | RichProgress:
+def progress_for(
+    stream: TextIO | None = None, *, summary_on_close: bool = True, catalogue_kept: bool = True
+) -> LogProgress | RichProgress:
     """A dashboard when ``stream`` (default stderr) is a terminal, plain lines otherwise."""
     stream = stream or sys.stderr
-    return RichProgress() if stream.isatty() else LogProgress(stream)
+    if stream.isatty():
+        return RichProgress(summary_on_close=summary_on_close, catalogue_kept=catalogue_kept)
+    return LogProgress(stream, summary_on_close=summary_on_close, catalogue_kept=catalogue_kept)

@@ -33,6 +33,7 @@ from courtly.cli import main as cli_main
 from courtly.cli import run_async
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot, Page, open_store
+from courtly.exit_codes import ExitCode
 from courtly.fetch import FetchConfig, Fetcher, FetchResult, HttpFetcher
 from courtly.fetch.config import DEFAULT_MAX_DECODED_BYTES
 from courtly.frontier.config import QueueConfig
@@ -77,7 +78,7 @@ fetched again. The hanging robots.txt (3 s) is still answered by no response: th
 server drops the connection."""
 HOSTILE_MAX_TIME_S = 12.0
 STOP_GRACE_S = 5.0
-"""The crawl's own grace for requests in flight after ``max_time`` (``crawl._STOP_GRACE_S``)."""
+"""The grace for requests in flight after ``max_time`` (``CrawlConfig.stop_grace_s``)."""
 _THROTTLE = frozenset({429, 503})
 
 
@@ -352,7 +353,7 @@ def test_cli_max_time_status_export_and_toml_config(
     began = time.monotonic()
     result = _invoke([*_flags(web, by_flags), "--user-agent", UA, "--max-time", str(max_time_s)])
     elapsed_s = time.monotonic() - began
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == ExitCode.LIMIT, result.output
     print(f"max-time {max_time_s} s: the crawl took {elapsed_s:.2f} s")
     assert max_time_s <= elapsed_s <= max_time_s + STOP_GRACE_S + 2.0
 
@@ -363,7 +364,7 @@ def test_cli_max_time_status_export_and_toml_config(
     assert status["last_run"]["pages"] > 0
     assert status["frontier"]["queued"] > 0  # stopped by time, not by running out of work
     result = _invoke(["status", "--state", str(by_flags)])
-    assert result.exit_code == 0 and "stop=max_time" in result.output
+    assert result.exit_code == 0 and "stopped by --max-time" in result.output
 
     # The same settings from a TOML file (a [crawl] table, flag spellings), on the same web:
     # stored as the same crawl identity, and it crawls the same way.
@@ -382,7 +383,7 @@ def test_cli_max_time_status_export_and_toml_config(
     )
     by_file = tmp_path / "file"
     result = _invoke(["crawl", "--config", str(toml), "--state", str(by_file)])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == ExitCode.LIMIT, result.output
     result = _invoke(["status", "--state", str(by_file), "--json"])
     from_file = json.loads(result.output)
     assert from_file["config"] == status["config"]

@@ -2,9 +2,19 @@
 
 Storing entries is the store's job; this module only defines the record and the
 export format. One JSON object per line, keys in field order, ``null`` for
-unknown values. 64-bit fingerprints (``content_hash``, ``simhash``) are written
-as 16-digit lower-case hex strings, because JSON readers that use doubles would
-silently round integers above 2**53.
+unknown values. 64-bit fingerprints (``content_hash``) are written as 16-digit
+lower-case hex strings, because JSON readers that use doubles would silently
+round integers above 2**53. ``simhash`` and ``change_count`` are kept in the
+record (and the state file) but left out of the export until the crawl fills
+them (:data:`NOT_EXPORTED`).
+
+``fail_reason`` says why a URL was not fetched, or not fetched well, in one
+stable word (:data:`FAIL_REASONS`): ``http_<status>`` for an error or throttling
+status (``http_429``, ``http_503``, ``http_404``...; a throttled URL not fetched since
+has no ``status``), the fetch error kind for a
+request that got no response (``connect``: refused or reset, ``timeout``,
+``dns``, ``protocol``, ``too_long_url``), ``blocked`` for an address the guard
+refused, ``robots_unreachable`` for a host whose robots.txt could not be read.
 """
 
 from __future__ import annotations
@@ -14,9 +24,33 @@ from collections.abc import Iterable
 from dataclasses import dataclass, fields
 from typing import TextIO
 
-__all__ = ["CatalogueEntry", "export_jsonl"]
+__all__ = [
+    "FAIL_REASONS",
+    "NOT_EXPORTED",
+    "CatalogueEntry",
+    "export_jsonl",
+    "fail_reason_for_status",
+]
 
 _HEX_FIELDS = frozenset({"content_hash", "simhash"})
+NOT_EXPORTED: frozenset[str] = frozenset({"simhash", "change_count"})
+"""Fields the crawl does not fill yet: always null/0, so not exported."""
+FAIL_REASONS: tuple[str, ...] = (
+    "http_<status>",
+    "connect",
+    "timeout",
+    "dns",
+    "protocol",
+    "too_long_url",
+    "blocked",
+    "robots_unreachable",
+)
+"""The values of ``CatalogueEntry.fail_reason`` (``http_<status>`` for any status >= 400)."""
+
+
+def fail_reason_for_status(status: int) -> str | None:
+    """``http_<status>`` for a status that is an error or a throttling answer (>= 400)."""
+    return f"http_{status}" if status >= 400 else None
 
 
 def _hex64(value: int) -> str:
@@ -36,7 +70,9 @@ class CatalogueEntry:
     record (one gzip member). ``redirect_to`` is the resolved ``Location`` of a
     3xx. ``etag``/``last_modified`` feed conditional GETs on recrawl;
     ``change_count`` counts fetches whose ``content_hash`` differed from the
-    previous one.
+    previous one (``simhash`` and ``change_count`` are not filled yet).
+    ``fail_reason`` says why the fetch failed (see the module doc), ``None``
+    for a URL fetched with a status below 400 or not tried yet.
     """
 
     url: str
@@ -61,11 +97,15 @@ class CatalogueEntry:
     etag: str | None = None
     last_modified: str | None = None
     change_count: int = 0
+    fail_reason: str | None = None
 
     def to_json_dict(self) -> dict[str, object]:
-        """A JSON-ready dict: every field, hashes as 16-digit hex strings, ``None`` kept."""
+        """A JSON-ready dict: every exported field (not :data:`NOT_EXPORTED`), hashes as
+        16-digit hex strings, ``None`` kept."""
         out: dict[str, object] = {}
         for spec in fields(self):
+            if spec.name in NOT_EXPORTED:
+                continue
             value = getattr(self, spec.name)
             if spec.name in _HEX_FIELDS and value is not None:
                 value = _hex64(value)

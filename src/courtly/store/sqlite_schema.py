@@ -3,12 +3,19 @@
 A courtly state file is an SQLite database in WAL mode marked with
 ``PRAGMA application_id`` = :data:`APPLICATION_ID` and ``PRAGMA user_version`` =
 the schema version. :func:`open_database` opens one and refuses, with a
-:class:`~courtly.errors.StateError`, a file that is not SQLite, that belongs to
-another application, that was written by a newer courtly, or that is locked by
-another process. An older version is migrated in place, one step at a time,
-each step in its own transaction (:data:`MIGRATIONS`).
+:class:`~courtly.errors.StateError` whose message names the file and what to do,
+a file that is empty, truncated, not SQLite, corrupt, an SQLite database without
+courtly's marks, one that belongs to another application, or one written by a
+newer courtly; and, with :class:`~courtly.errors.StateLocked`, a file locked by
+another process (a running crawl). A refused file is never written to. An older
+version is migrated in place, one step at a time, each step in its own
+transaction (:data:`MIGRATIONS`).
 
-Tables (version 1):
+A new file is created whole beside its final name (``frontier.sqlite3.new``) and
+renamed into place once stamped, so a state file that exists always holds a
+complete schema: an existing file is never re-created, whatever is in it.
+
+Tables (version 1; version 2 adds ``catalogue.fail_reason``):
 
 ``meta``       key/value: counters, the token ceiling, the Bloom checkpoint;
 ``front``      front queues, ``(level, id)`` ordered: FIFO per level;
@@ -21,12 +28,14 @@ Tables (version 1):
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final, Literal
 
-from courtly.errors import StateError
+from courtly.errors import StateError, StateLocked
 
 __all__ = [
     "APPLICATION_ID",
@@ -39,14 +48,24 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
 """Upgrades a database from version N to N+1 inside an open transaction."""
 
-MIGRATIONS: Final[Mapping[int, Migration]] = {}
-"""``from_version -> migration`` to ``from_version + 1``. Empty until version 2 ships."""
+
+def _v1_to_v2(conn: sqlite3.Connection) -> None:
+    """Version 2: the catalogue says why a fetch failed (``fail_reason``)."""
+    conn.execute("ALTER TABLE catalogue ADD COLUMN fail_reason TEXT")
+
+
+MIGRATIONS: Final[Mapping[int, Migration]] = {1: _v1_to_v2}
+"""``from_version -> migration`` to ``from_version + 1``."""
+
+_WHAT_TO_DO: Final = (
+    "restore it from a backup, or move it (and the warc/ directory) away to start a new crawl"
+)
 
 _SQLITE_MAGIC: Final = b"SQLite format 3\x00"
 
@@ -141,11 +160,14 @@ def open_database(
     while it is open), ``synchronous`` as given. ``version``/``migrations`` are
     parameters so that tests can simulate an upgrade; leave the defaults.
 
-    Raises :class:`StateError` for a file that is not SQLite or is corrupt, a
-    foreign database, a newer schema version, an older one with no migration
-    path, or a file locked by another process.
+    Raises :class:`StateError` for a file that is empty, truncated, not SQLite
+    or corrupt, a foreign database, a newer schema version, an older one with no
+    migration path; :class:`StateLocked` for a file locked by another process.
+    Only an absent file is created (whole, then renamed into place).
     """
-    _check_header(path)
+    if not os.path.lexists(path):
+        _create_file(path, version, migrations)
+    _check_file(path)
     try:
         conn = sqlite3.connect(path, isolation_level=None, timeout=0.05)
     except sqlite3.Error as exc:
@@ -154,35 +176,88 @@ def open_database(
         conn.execute("PRAGMA locking_mode = EXCLUSIVE")
         found = _inspect(conn, path, version)  # reads only: a refused file is left as it was
         _configure(conn, synchronous, cache_bytes)
-        if found == 0:
-            _create(conn, version, migrations)
-        else:
-            _upgrade(conn, path, found, version, migrations)
+        _upgrade(conn, path, found, version, migrations)
     except sqlite3.OperationalError as exc:
         conn.close()
         if "locked" in str(exc) or "busy" in str(exc):
-            raise StateError(f"{path}: the state file is in use by another process") from exc
-        raise StateError(f"{path}: cannot use the state file ({exc})") from exc
+            raise StateLocked(
+                f"{path}: the state file is in use by another process (a crawl is running "
+                "on it; wait for it to end, or stop it with Ctrl-C or SIGTERM)"
+            ) from exc
+        raise StateError(f"{path}: cannot use the state file ({exc}); {_WHAT_TO_DO}") from exc
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise StateError(f"{path}: the state file is corrupt or not a database ({exc})") from exc
+        raise StateError(
+            f"{path}: the state file is corrupt or not a database ({exc}); {_WHAT_TO_DO}"
+        ) from exc
     except BaseException:
         conn.close()
         raise
     return conn
 
 
-def _check_header(path: Path) -> None:
-    """Reject a non-empty file that does not start with the SQLite magic string."""
+def _create_file(path: Path, version: int, migrations: Mapping[int, Migration]) -> None:
+    """Create a stamped state file at ``path``: built beside it, then renamed into place."""
+    building = path.with_name(path.name + ".new")
+    for leftover in (building, *(building.with_name(building.name + s) for s in _SIDE_FILES)):
+        with contextlib.suppress(FileNotFoundError):
+            leftover.unlink()  # an interrupted creation: it never held a crawl
+    try:
+        conn = sqlite3.connect(building, isolation_level=None)
+    except sqlite3.Error as exc:
+        raise StateError(f"{path}: cannot create the state file ({exc})") from exc
+    try:
+        _create(conn, version, migrations)
+    finally:
+        conn.close()
+    try:
+        os.link(building, path)  # fails if a state file appeared meanwhile: never replaced
+    except FileExistsError:
+        pass
+    finally:
+        building.unlink()
+    _fsync_dir(path.parent)
+
+
+_SIDE_FILES: Final = ("-journal", "-wal", "-shm")
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _check_file(path: Path) -> None:
+    """Refuse a file that is missing, empty, truncated or does not start with SQLite's magic."""
     try:
         with path.open("rb") as f:
-            head = f.read(len(_SQLITE_MAGIC))
+            head = f.read(100)
+            size = os.fstat(f.fileno()).st_size
     except FileNotFoundError:
-        return
+        raise StateError(f"{path}: the state file is missing") from None
     except OSError as exc:
         raise StateError(f"{path}: cannot read the state file ({exc})") from exc
-    if head and head != _SQLITE_MAGIC:
+    if not head:
+        raise StateError(f"{path}: the state file is empty (0 bytes); {_WHAT_TO_DO}")
+    if head[: len(_SQLITE_MAGIC)] != _SQLITE_MAGIC:
         raise StateError(f"{path}: not a courtly state file (not an SQLite database)")
+    if len(head) < 100:
+        raise StateError(f"{path}: the state file is truncated ({size} bytes); {_WHAT_TO_DO}")
+    wal = path.with_name(path.name + "-wal")
+    size_valid = head[24:28] == head[92:96]  # the in-header size is valid (SQLite >= 3.7)
+    if size_valid and not wal.exists():  # with a WAL, pages may live there: the header runs ahead
+        page_size = int.from_bytes(head[16:18], "big")
+        page_size = 65_536 if page_size == 1 else page_size
+        pages = int.from_bytes(head[28:32], "big")
+        if page_size >= 512 and pages * page_size > size:
+            raise StateError(
+                f"{path}: the state file is truncated ({size} bytes of "
+                f"{pages * page_size}); {_WHAT_TO_DO}"
+            )
 
 
 def _configure(conn: sqlite3.Connection, synchronous: str, cache_bytes: int) -> None:
@@ -199,14 +274,11 @@ def _configure(conn: sqlite3.Connection, synchronous: str, cache_bytes: int) -> 
 
 
 def _inspect(conn: sqlite3.Connection, path: Path, version: int) -> int:
-    """The schema version of the file (0: a new, empty file); StateError if unusable."""
+    """The schema version of the file; StateError if unusable."""
     app_id = int(conn.execute("PRAGMA application_id").fetchone()[0])
     found = int(conn.execute("PRAGMA user_version").fetchone()[0])
     if app_id == 0 and found == 0:
-        tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if tables:
-            raise StateError(f"{path}: an SQLite database that is not a courtly state file")
-        return 0
+        raise StateError(f"{path}: an SQLite database that is not a courtly state file")
     if app_id != APPLICATION_ID:
         raise StateError(
             f"{path}: an SQLite database of another application (application_id {app_id:#x})"
@@ -244,7 +316,8 @@ def _upgrade(
 
 
 def _create(conn: sqlite3.Connection, version: int, migrations: Mapping[int, Migration]) -> None:
-    """A new file: version 1 tables, then the migrations up to ``version``, one transaction."""
+    """A new database: version 1 tables, then the migrations up to ``version``, one
+    transaction."""
     conn.execute("BEGIN IMMEDIATE")
     try:
         for statement in _SCHEMA_V1.split(";"):

@@ -4,10 +4,11 @@ import io
 import json
 
 from courtly.archive import CatalogueEntry, export_jsonl
+from courtly.archive.catalogue import NOT_EXPORTED, fail_reason_for_status
 from courtly.parse import content_hash, simhash64
 
 
-def test_json_dict_has_every_field_and_hex_fingerprints() -> None:
+def test_json_dict_has_every_exported_field_and_hex_fingerprints() -> None:
     body = b"<p>hello</p>"
     entry = CatalogueEntry(
         url="http://a.test/",
@@ -22,11 +23,20 @@ def test_json_dict_has_every_field_and_hex_fingerprints() -> None:
         warc_length=459,
     )
     data = entry.to_json_dict()
-    assert list(data) == list(CatalogueEntry.__dataclass_fields__)
+    exported = [name for name in CatalogueEntry.__dataclass_fields__ if name not in NOT_EXPORTED]
+    assert list(data) == exported
+    assert "simhash" not in data and "change_count" not in data  # not filled by the crawl yet
     assert data["content_hash"] == format(content_hash(body), "016x")
-    assert isinstance(data["simhash"], str) and len(data["simhash"]) == 16
-    assert int(str(data["simhash"]), 16) == entry.simhash
-    assert data["skip_reason"] is None
+    assert data["skip_reason"] is None and data["fail_reason"] is None
+    assert list(data)[-1] == "fail_reason"
+
+
+def test_fail_reason_names_error_and_throttling_statuses_only() -> None:
+    assert fail_reason_for_status(429) == "http_429"
+    assert fail_reason_for_status(503) == "http_503"
+    assert fail_reason_for_status(404) == "http_404"
+    assert fail_reason_for_status(200) is None
+    assert fail_reason_for_status(301) is None
 
 
 def test_export_jsonl_writes_one_object_per_line() -> None:

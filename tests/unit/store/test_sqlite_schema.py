@@ -4,16 +4,23 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from courtly.errors import StateError
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.errors import StateError, StateLocked
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import QueuedUrl
 from courtly.store.sqlite import SqliteStore
-from courtly.store.sqlite_schema import APPLICATION_ID, SCHEMA_VERSION, open_database
+from courtly.store.sqlite_schema import (
+    APPLICATION_ID,
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    open_database,
+)
 
 T0 = 1_000.0
 
@@ -59,15 +66,18 @@ def _stamp(path: Path, version: int) -> None:
     conn.close()
 
 
-async def _make_v1(path: Path) -> None:
+async def _make_current(path: Path) -> None:
     store = SqliteStore(path, QueueConfig())
     await store.add([QueuedUrl("http://a.test/", "a.test", 0)], T0, BudgetConfig())
     await store.aclose()
 
 
+NEXT = SCHEMA_VERSION + 1
+
+
 async def test_a_newer_version_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "frontier.db"
-    await _make_v1(path)
+    await _make_current(path)
     _stamp(path, SCHEMA_VERSION + 1)
     before = path.read_bytes()
     with pytest.raises(StateError, match="newer courtly"):
@@ -77,7 +87,7 @@ async def test_a_newer_version_is_refused(tmp_path: Path) -> None:
 
 async def test_an_older_version_migrates_step_by_step(tmp_path: Path) -> None:
     path = tmp_path / "frontier.db"
-    await _make_v1(path)
+    await _make_current(path)
     applied: list[int] = []
 
     def v1_to_v2(conn: sqlite3.Connection) -> None:
@@ -88,29 +98,30 @@ async def test_an_older_version_migrates_step_by_step(tmp_path: Path) -> None:
         applied.append(2)
         conn.execute("UPDATE hosts SET note = 'migrated'")
 
-    conn = open_database(path, version=3, migrations={1: v1_to_v2, 2: v2_to_v3})
+    steps = {**MIGRATIONS, SCHEMA_VERSION: v1_to_v2, NEXT: v2_to_v3}
+    conn = open_database(path, version=NEXT + 1, migrations=steps)
     assert applied == [1, 2]
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == NEXT + 1
     assert conn.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     assert conn.execute("SELECT note FROM hosts").fetchall() == [("migrated",)]
     conn.close()
-    # this courtly reads version 1 only: the migrated file is now "newer"
+    # this courtly reads up to SCHEMA_VERSION only: the migrated file is now "newer"
     with pytest.raises(StateError, match="newer courtly"):
         SqliteStore(path, QueueConfig())
 
 
 async def test_a_failed_migration_leaves_the_old_version(tmp_path: Path) -> None:
     path = tmp_path / "frontier.db"
-    await _make_v1(path)
+    await _make_current(path)
 
     def broken(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE hosts ADD COLUMN note TEXT")
         raise RuntimeError("half way")
 
     with pytest.raises(RuntimeError):
-        open_database(path, version=2, migrations={1: broken})
+        open_database(path, version=NEXT, migrations={**MIGRATIONS, SCHEMA_VERSION: broken})
     conn = open_database(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     columns = [row[1] for row in conn.execute("PRAGMA table_info(hosts)")]
     assert "note" not in columns
     conn.close()
@@ -118,9 +129,9 @@ async def test_a_failed_migration_leaves_the_old_version(tmp_path: Path) -> None
 
 async def test_a_missing_migration_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "frontier.db"
-    await _make_v1(path)
+    await _make_current(path)
     with pytest.raises(StateError, match="no migration"):
-        open_database(path, version=2, migrations={})
+        open_database(path, version=NEXT, migrations=MIGRATIONS)
 
 
 def test_a_new_file_is_stamped(tmp_path: Path) -> None:
@@ -130,3 +141,68 @@ def test_a_new_file_is_stamped(tmp_path: Path) -> None:
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     conn.close()
+
+
+async def test_a_version_1_file_gains_the_fail_reason_column(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    conn = open_database(path, version=1)  # as the first courtly wrote it
+    conn.execute(
+        "INSERT INTO catalogue (url, status, depth, noindex, change_count) "
+        "VALUES ('http://a.test/', 200, 0, 0, 0)"
+    )
+    conn.close()
+    store = SqliteStore(path, QueueConfig())
+    assert [e async for e in store.catalogue()] == [CatalogueEntry("http://a.test/", status=200)]
+    await store.record([CatalogueEntry("http://a.test/x", status=503, fail_reason="http_503")])
+    await store.aclose()
+    store = SqliteStore(path, QueueConfig())
+    entries = [e async for e in store.catalogue()]
+    await store.aclose()
+    assert [e.fail_reason for e in entries] == [None, "http_503"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    conn.close()
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        (lambda data: b"", "empty"),
+        (lambda data: data[:50], "truncated"),
+        (lambda data: data[: len(data) // 2], "truncated"),
+        (lambda data: os.urandom(len(data)), "not an SQLite database"),
+    ],
+    ids=["empty", "header-cut", "half", "random"],
+)
+async def test_a_damaged_file_is_refused_and_left_as_it_is(
+    tmp_path: Path, damage: Callable[[bytes], bytes], message: str
+) -> None:
+    path = tmp_path / "frontier.sqlite3"
+    await _make_current(path)
+    store = SqliteStore(path, QueueConfig())  # a bigger file: a catalogue of some pages
+    await store.record([CatalogueEntry(f"http://a.test/{i}", status=200) for i in range(2000)])
+    await store.aclose()
+    damaged = damage(path.read_bytes())
+    path.write_bytes(damaged)
+    with pytest.raises(StateError, match=message) as caught:
+        SqliteStore(path, QueueConfig())
+    assert str(path) in str(caught.value)
+    assert "new crawl" in str(caught.value) or "not an SQLite" in str(caught.value)
+    assert path.read_bytes() == damaged, "never re-created over"
+
+
+def test_a_new_file_appears_whole_or_not_at_all(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.sqlite3"
+    (tmp_path / "frontier.sqlite3.new").write_bytes(b"left by an interrupted creation")
+    open_database(path).close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["frontier.sqlite3"]
+
+
+def test_a_file_in_use_is_refused_as_locked(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.sqlite3"
+    holder = open_database(path)
+    try:
+        with pytest.raises(StateLocked, match="in use by another process"):
+            open_database(path)
+    finally:
+        holder.close()

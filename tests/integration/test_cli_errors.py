@@ -1,0 +1,458 @@
+"""Every bad input the command line refuses: its message, its exit code, no traceback, no trace.
+
+Each case runs ``courtly ...`` in-process (click's runner) in a fresh directory and
+checks that the run is refused with the expected exit code and message, that no
+traceback escapes, and that nothing was written: every file in the directory is
+byte for byte what the case set up (so no state directory appears, and a damaged
+state file is never re-created).
+
+The same cases generate the table of docs/cli.md (between the ``bad-inputs``
+markers); ``test_the_docs_table_is_what_the_cases_produce`` fails when they differ.
+Regenerate it with::
+
+    COURTLY_WRITE_DOCS=1 .venv/bin/pytest tests/integration/test_cli_errors.py
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.cli import main as cli_main
+from courtly.cli import run_async
+from courtly.exit_codes import ExitCode
+from courtly.frontier.config import QueueConfig
+from courtly.frontier.records import FrontierCounts
+from courtly.store.sqlite import SqliteStore
+from courtly.store.sqlite_schema import open_database
+
+UA = "mybot/1.0 (+https://example.org/bot)"
+SEED = "http://www.example.test/"
+CRAWL = ["crawl", "--state", "S", "--user-agent", UA]
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+BEGIN, END = "<!-- bad-inputs:begin -->", "<!-- bad-inputs:end -->"
+LONG_URL = "http://" + "a" * 9000 + ".test/"
+
+Setup = Callable[[Path], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Case:
+    """One bad input: what is run, what it must say (a regex), the exit code it must give."""
+
+    what: str
+    args: tuple[str, ...]
+    message: str
+    code: int = ExitCode.REFUSED
+    setup: Setup | None = None
+
+
+# -- set-ups ------------------------------------------------------------------------------
+
+
+def _toml(text: str) -> Setup:
+    def setup(root: Path) -> None:
+        (root / "crawl.toml").write_text(text, encoding="utf-8")
+
+    return setup
+
+
+def _a_file(name: str) -> Setup:
+    def setup(root: Path) -> None:
+        (root / name).write_text("not a directory\n", encoding="utf-8")
+
+    return setup
+
+
+def _state_file(damage: Callable[[bytes], bytes]) -> Setup:
+    """``S/frontier.sqlite3`` of a crawl with a catalogue, then damaged, and a WARC beside it."""
+
+    def setup(root: Path) -> None:
+        path = root / "S" / "frontier.sqlite3"
+        path.parent.mkdir()
+
+        async def make() -> None:
+            store = SqliteStore(path, QueueConfig())
+            entries = [CatalogueEntry(f"{SEED}{i}", status=200) for i in range(1500)]
+            await store.record(entries)
+            await store.aclose()
+
+        run_async(make())
+        path.write_bytes(damage(path.read_bytes()))
+        (root / "S" / "warc").mkdir()
+        (root / "S" / "warc" / "courtly-00000.warc.gz").write_bytes(b"\x1f\x8b old records")
+
+    return setup
+
+
+def _foreign_database(root: Path) -> None:
+    (root / "S").mkdir()
+    conn = sqlite3.connect(root / "S" / "frontier.sqlite3")
+    conn.execute("CREATE TABLE notes (body TEXT)")
+    conn.commit()
+    conn.close()
+
+
+def _warc_without_state(root: Path) -> None:
+    (root / "S" / "warc").mkdir(parents=True)
+    (root / "S" / "warc" / "courtly-00000.warc.gz").write_bytes(b"\x1f\x8b old records")
+
+
+def _partitioned(root: Path) -> None:
+    (root / "S").mkdir()
+    (root / "S" / "partitions.json").write_text(json.dumps({"processes": 2}) + "\n")
+
+
+def _empty_dir(root: Path) -> None:
+    (root / "S").mkdir()
+
+
+def _stale_status(root: Path) -> None:
+    """A ``status.json`` claiming a running crawl beside a state file of random bytes."""
+    _state_file(lambda data: os.urandom(len(data)))(root)
+    live = {"running": True, "frontier": {}, "last_run": {"pages": 7}}
+    (root / "S" / "status.json").write_text(json.dumps(live))
+
+
+def _random(data: bytes) -> bytes:
+    return bytes((7 * i + 13) % 256 for i in range(len(data)))  # deterministic garbage
+
+
+CASES: tuple[Case, ...] = (
+    # -- required settings and seeds
+    Case("no --state", ("crawl", "--user-agent", UA, SEED), r"--state DIR is required"),
+    Case("no --user-agent", ("crawl", "--state", "S", SEED), r"--user-agent is required"),
+    Case(
+        "a User-Agent without a contact",
+        ("crawl", "--state", "S", "--user-agent", "mybot/1.0", SEED),
+        r"carries no contact",
+    ),
+    Case(
+        "bad seeds (every one listed, shortened)",
+        (*CRAWL, SEED, "not a url", LONG_URL, "http:///path", "ftp://example.test/"),
+        r"4 of 5 seeds are not crawlable.*'not a url'.*\(9013 characters\).*'http:///path'",
+    ),
+    Case("no seeds, no crawl to resume", tuple(CRAWL), r"nothing to crawl"),
+    Case("a missing --seeds-file", (*CRAWL, "--seeds-file", "nope.txt"), r"cannot read seeds"),
+    # -- numbers
+    Case("--max-time -1", (*CRAWL, "--max-time", "-1", SEED), r"--max-time must be .* > 0"),
+    Case("--max-time 0", (*CRAWL, "--max-time", "0", SEED), r"--max-time must be .* > 0"),
+    Case("--max-time inf", (*CRAWL, "--max-time", "inf", SEED), r"--max-time must be"),
+    Case("--max-time abc", (*CRAWL, "--max-time", "abc", SEED), r"not a valid float"),
+    Case("--max-pages -5", (*CRAWL, "--max-pages", "-5", SEED), r"--max-pages must be .* >= 1"),
+    Case("--max-pages 0", (*CRAWL, "--max-pages", "0", SEED), r"--max-pages must be"),
+    Case(
+        "--max-requests-per-host 0",
+        (*CRAWL, "--max-requests-per-host", "0", SEED),
+        r"--max-requests-per-host must be",
+    ),
+    Case(
+        "--max-queued-per-host 0",
+        (*CRAWL, "--max-queued-per-host", "0", SEED),
+        r"--max-queued-per-host must be",
+    ),
+    Case("--min-delay nan", (*CRAWL, "--min-delay", "nan", SEED), r"--min-delay must be"),
+    Case("--min-delay -1", (*CRAWL, "--min-delay", "-1", SEED), r"--min-delay must be .* >= 0"),
+    Case(
+        "--max-delay below --min-delay",
+        (*CRAWL, "--min-delay", "2", "--max-delay", "1", SEED),
+        r"--max-delay \(1 s\) must not be below --min-delay \(2 s\)",
+    ),
+    Case("--delay-factor -1", (*CRAWL, "--delay-factor", "-1", SEED), r"--delay-factor must be"),
+    Case(
+        "--progress-interval 0",
+        (*CRAWL, "--progress-interval", "0", SEED),
+        r"--progress-interval must be .* >= 0.1",
+    ),
+    Case("--concurrency 0", (*CRAWL, "--concurrency", "0", SEED), r"--concurrency must be"),
+    Case("--per-ip 0", (*CRAWL, "--per-ip", "0", SEED), r"--per-ip must be"),
+    Case("--processes 0", (*CRAWL, "--processes", "0", SEED), r"--processes must be"),
+    Case("--timeout 0", (*CRAWL, "--timeout", "0", SEED), r"--timeout must be .* > 0"),
+    Case(
+        "--connect-timeout -1",
+        (*CRAWL, "--connect-timeout", "-1", SEED),
+        r"--connect-timeout must be",
+    ),
+    Case("--max-body 0", (*CRAWL, "--max-body", "0", SEED), r"--max-body must be"),
+    Case("--back-queues 0", (*CRAWL, "--back-queues", "0", SEED), r"--back-queues must be"),
+    Case("--max-depth -1", (*CRAWL, "--max-depth", "-1", SEED), r"--max-depth must be .* >= 0"),
+    Case("--stop-grace -1", (*CRAWL, "--stop-grace", "-1", SEED), r"--stop-grace must be"),
+    Case("--include '('", (*CRAWL, "--include", "(", SEED), r"does not compile|bad regex"),
+    Case("--scope bogus", (*CRAWL, "--scope", "bogus", SEED), r"Invalid value for '--scope'"),
+    # -- config files
+    Case("a missing --config", (*CRAWL, "--config", "nope.toml", SEED), r"cannot read config"),
+    Case(
+        "a TOML syntax error",
+        (*CRAWL, "--config", "crawl.toml", SEED),
+        r"cannot read config file crawl.toml",
+        setup=_toml("[crawl\n"),
+    ),
+    Case(
+        "TOML: a top-level key beside [crawl]",
+        (*CRAWL, "--config", "crawl.toml", SEED),
+        r"top-level 'min-delay' beside the \[crawl\] table",
+        setup=_toml('min-delay = 5\n[crawl]\nscope = "host"\n'),
+    ),
+    Case(
+        "TOML: an unknown key",
+        (*CRAWL, "--config", "crawl.toml", SEED),
+        r"unknown setting 'speed'",
+        setup=_toml("[crawl]\nspeed = 5\n"),
+    ),
+    Case(
+        'TOML: min-delay = "fast"',
+        (*CRAWL, "--config", "crawl.toml", SEED),
+        r"min-delay in crawl.toml must be a number of seconds >= 0, not 'fast'",
+        setup=_toml('[crawl]\nmin-delay = "fast"\n'),
+    ),
+    Case(
+        "TOML: seeds = 5",
+        (*CRAWL, "--config", "crawl.toml"),
+        r"seeds in crawl.toml must be a list of strings",
+        setup=_toml("[crawl]\nseeds = 5\n"),
+    ),
+    Case(
+        "TOML: max-pages = 2.5",
+        (*CRAWL, "--config", "crawl.toml", SEED),
+        r"max-pages in crawl.toml must be a whole number",
+        setup=_toml("[crawl]\nmax-pages = 2.5\n"),
+    ),
+    Case(
+        "TOML: allow-private-networks = 1",
+        (*CRAWL, "--config", "crawl.toml", SEED),
+        r"allow-private-networks in crawl.toml must be true or false",
+        setup=_toml("[crawl]\nallow-private-networks = 1\n"),
+    ),
+    # -- where things are written
+    Case(
+        "--state under a file",
+        ("crawl", "--state", "F/S", "--user-agent", UA, SEED),
+        r"cannot create the state directory F/S: F is not a directory",
+        setup=_a_file("F"),
+    ),
+    Case(
+        "--state is a file",
+        ("crawl", "--state", "F", "--user-agent", UA, SEED),
+        r"'F' is a file",
+        setup=_a_file("F"),
+    ),
+    Case(
+        "--summary-json in a missing directory",
+        (*CRAWL, "--summary-json", "nowhere/summary.json", SEED),
+        r"the directory of --summary-json nowhere does not exist",
+    ),
+    # -- state directories
+    Case(
+        "WARC files but no state file",
+        (*CRAWL, SEED),
+        r"S/frontier.sqlite3 is missing.*new --state directory",
+        setup=_warc_without_state,
+    ),
+    Case(
+        "--store memory over WARC files",
+        (*CRAWL, "--store", "memory", SEED),
+        r"--store memory crawl keeps no state",
+        setup=_warc_without_state,
+    ),
+    Case(
+        "an empty (0 bytes) state file",
+        (*CRAWL, SEED),
+        r"S/frontier.sqlite3: the state file is empty",
+        setup=_state_file(lambda data: b""),
+    ),
+    Case(
+        "a truncated state file",
+        (*CRAWL, SEED),
+        r"S/frontier.sqlite3: the state file is truncated",
+        setup=_state_file(lambda data: data[: len(data) // 2]),
+    ),
+    Case(
+        "random bytes as the state file",
+        (*CRAWL, SEED),
+        r"S/frontier.sqlite3: not a courtly state file",
+        setup=_state_file(_random),
+    ),
+    Case(
+        "a corrupt page in the state file",
+        (*CRAWL, SEED),
+        r"S/frontier.sqlite3: the state file is corrupt",
+        setup=_state_file(lambda data: data[:100] + _random(data[100:4096]) + data[4096:]),
+    ),
+    Case(
+        "another application's SQLite file",
+        (*CRAWL, SEED),
+        r"S/frontier.sqlite3: an SQLite database that is not a courtly state file",
+        setup=_foreign_database,
+    ),
+    Case(
+        "a partitioned state, --processes 1",
+        (*CRAWL, SEED),
+        r"partitioned over 2 processes; resume it with --processes 2",
+        setup=_partitioned,
+    ),
+    # -- status and export
+    Case("status: no such directory", ("status", "--state", "S"), r"does not exist"),
+    Case(
+        "status: no state file",
+        ("status", "--state", "S"),
+        r"S/frontier.sqlite3: no crawl state here",
+        setup=_empty_dir,
+    ),
+    Case(
+        "status: random bytes, a stale status.json",
+        ("status", "--state", "S"),
+        r"S/frontier.sqlite3: not a courtly state file",
+        setup=_stale_status,
+    ),
+    Case(
+        "status: an empty state file",
+        ("status", "--state", "S"),
+        r"the state file is empty",
+        setup=_state_file(lambda data: b""),
+    ),
+    Case(
+        "export: no state file",
+        ("export", "--state", "S", "-o", "out.jsonl"),
+        r"S/frontier.sqlite3: no crawl state here",
+        setup=_empty_dir,
+    ),
+    Case(
+        "export: a truncated state file",
+        ("export", "--state", "S", "-o", "out.jsonl"),
+        r"the state file is truncated",
+        setup=_state_file(lambda data: data[: len(data) // 2]),
+    ),
+    Case(
+        "export -o into a missing directory",
+        ("export", "--state", "S", "-o", "nowhere/x.jsonl"),
+        r"the directory of --output nowhere does not exist",
+        setup=_state_file(lambda data: data),
+    ),
+)
+
+
+# -- running a case -------------------------------------------------------------------------
+
+
+@contextmanager
+def _in(directory: Path) -> Iterator[None]:
+    before = Path.cwd()
+    os.chdir(directory)
+    try:
+        yield
+    finally:
+        os.chdir(before)
+
+
+def _tree(root: Path) -> dict[str, str]:
+    """Every file and directory under ``root``, with a digest of each file's bytes."""
+    out: dict[str, str] = {}
+    for path in sorted(root.rglob("*")):
+        key = str(path.relative_to(root))
+        out[key] = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    case: Case
+    result: Result
+    before: dict[str, str]
+    after: dict[str, str]
+
+    @property
+    def message(self) -> str:
+        """The error message, on one line."""
+        text = self.result.output
+        start = text.find("Error: ")
+        text = text[start + len("Error: ") :] if start >= 0 else text
+        return " ".join(text.split())
+
+
+def run_case(case: Case, root: Path) -> Outcome:
+    root.mkdir()
+    if case.setup is not None:
+        case.setup(root)
+    before = _tree(root)
+    with _in(root):
+        result = CliRunner().invoke(cli_main, list(case.args))
+    return Outcome(case, result, before, _tree(root))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.what for case in CASES])
+def test_a_bad_input_is_refused_cleanly(case: Case, tmp_path: Path) -> None:
+    outcome = run_case(case, tmp_path / "run")
+    result = outcome.result
+    assert result.exit_code == case.code, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    assert "Traceback" not in result.output
+    assert re.search(case.message, outcome.message), outcome.message
+    assert len(outcome.message) < 1000, "a message names inputs shortened, never whole"
+    assert outcome.after == outcome.before, "a refused run writes nothing"
+
+
+def test_a_running_crawl_is_reported_only_while_its_lock_is_held(tmp_path: Path) -> None:
+    """status.json is a cache: status believes it only while the state file is locked."""
+    setup = _state_file(lambda data: data)
+    setup(tmp_path)
+    live = {
+        "running": True,
+        "frontier": {spec.name: 3 for spec in fields(FrontierCounts)},
+        "last_run": {"pages": 7, "robots_fetches": 1, "errors": {}, "skipped": {}},
+        "config": {"seeds": [SEED], "scope": "domain"},
+    }
+    (tmp_path / "S" / "status.json").write_text(json.dumps(live))
+    with _in(tmp_path):
+        result = CliRunner().invoke(cli_main, ["status", "--state", "S", "--json"])
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.output)["running"] is False  # no lock held: not running
+        holder = open_database(Path("S/frontier.sqlite3"))  # as a running crawl holds it
+        try:
+            result = CliRunner().invoke(cli_main, ["status", "--state", "S", "--json"])
+            text = CliRunner().invoke(cli_main, ["status", "--state", "S"]).output
+        finally:
+            holder.close()
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["running"] is True and data["config"]["seeds"] == [SEED]
+    assert "crawl      running" in text and "{" not in text  # words, not Python dicts
+
+
+def _table(outcomes: list[Outcome]) -> str:
+    lines = ["| bad input | command | exit | message |", "|---|---|---:|---|"]
+    for outcome in outcomes:
+        args = " ".join(a if len(a) < 40 else a[:24] + "...(9 KB)" for a in outcome.case.args)
+        args = args.replace(UA, "UA").replace("|", "\\|")
+        message = outcome.message.replace("|", "\\|")
+        message = message if len(message) <= 220 else message[:217] + "..."
+        lines.append(
+            f"| {outcome.case.what} | `courtly {args}` | {outcome.result.exit_code} | {message} |"
+        )
+    return "\n".join(lines)
+
+
+def test_the_docs_table_is_what_the_cases_produce(tmp_path: Path) -> None:
+    outcomes = [run_case(case, tmp_path / f"case{i}") for i, case in enumerate(CASES)]
+    table = _table(outcomes)
+    doc = DOCS.read_text(encoding="utf-8")
+    head, _, rest = doc.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    expected = f"{head}{BEGIN}\n{table}\n{END}{tail}"
+    if os.environ.get("COURTLY_WRITE_DOCS") == "1":
+        DOCS.write_text(expected, encoding="utf-8")
+        doc = DOCS.read_text(encoding="utf-8")
+    assert doc == expected, (
+        "docs/cli.md is out of date: COURTLY_WRITE_DOCS=1 .venv/bin/pytest "
+        "tests/integration/test_cli_errors.py"
+    )

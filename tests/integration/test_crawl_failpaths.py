@@ -1,0 +1,181 @@
+"""A crawl's failure paths: a stored bad seed, why fetches failed, a stop that hangs, a
+blocked target, and what the command line reports.
+
+The first crawls run on an in-memory fetcher over a real SQLite state directory; the
+command-line ones crawl the sandbox web on loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from click.testing import CliRunner, Result
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.cli import main as cli_main
+from courtly.clock import SystemClock
+from courtly.config import CrawlConfig
+from courtly.crawl import Crawler
+from courtly.errors import FetchError
+from courtly.exit_codes import ExitCode, exit_code_for
+from courtly.fetch import MemoryFetcher
+from courtly.fetch.memory import Reply
+from courtly.frontier.config import QueueConfig
+from courtly.store.sqlite import SqliteStore
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import LiveWeb
+
+UA = "mybot/1.0 (+https://example.org/bot)"
+HTML = {"Content-Type": "text/html"}
+
+
+def _config(state: Path, *seeds: str, **overrides: object) -> CrawlConfig:
+    values: dict[str, object] = {
+        "state_dir": state,
+        "user_agent": UA,
+        "seeds": seeds,
+        "min_delay_s": 0.01,
+        "delay_factor": 0.0,
+        "concurrency": 4,
+        "progress_interval_s": 0.1,
+        "follow_sitemaps": False,
+    }
+    values.update(overrides)
+    return CrawlConfig(**values)  # type: ignore[arg-type]
+
+
+def _site(url: str) -> Reply:
+    if url.endswith("/robots.txt"):
+        return 404
+    if url == "http://a.test/":
+        links = '<a href="/ok">o</a> <a href="/gone">g</a> <a href="/refused">r</a>'
+        return (200, HTML, f"<html><body>{links}</body></html>".encode())
+    if url.endswith("/gone"):
+        return (404, b"")
+    if url.endswith("/refused"):
+        raise FetchError("connect", f"{url}: connection refused")
+    if url.startswith("http://busy.test/"):
+        return (429, {"Retry-After": "3600"}, b"")
+    return (200, HTML, b"<html><body>fine</body></html>")
+
+
+async def _catalogue(state: Path) -> dict[str, CatalogueEntry]:
+    store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+    try:
+        return {entry.url: entry async for entry in store.catalogue()}
+    finally:
+        await store.aclose()
+
+
+async def test_the_catalogue_says_why_each_fetch_failed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = tmp_path / "S"
+    config = _config(state, "http://a.test/", "http://busy.test/", max_time_s=2.0)
+    fetcher = MemoryFetcher(_site, SystemClock())
+    with caplog.at_level(logging.INFO, logger="courtly.crawl"):
+        snapshot = await Crawler(config, fetcher=fetcher).run()
+    entries = await _catalogue(state)
+    assert entries["http://a.test/"].fail_reason is None
+    assert entries["http://a.test/ok"].fail_reason is None
+    assert entries["http://a.test/gone"].fail_reason == "http_404"
+    assert entries["http://a.test/refused"].fail_reason == "connect"
+    busy = entries["http://busy.test/"]
+    assert (busy.status, busy.fail_reason) == (None, "http_429")  # throttled: not fetched yet
+    assert snapshot.stop_reason == "max_time" and exit_code_for(snapshot) is ExitCode.LIMIT
+    # -v: one line per URL asked for, saying what came of it
+    logged = [r.getMessage() for r in caplog.records if r.name == "courtly.crawl"]
+    for url in ("http://a.test/ok", "http://a.test/gone", "http://a.test/refused"):
+        assert any(line.startswith(url + " ") for line in logged), (url, logged)
+    assert any("http://busy.test/ 429" in line for line in logged)
+
+
+async def test_a_stored_bad_seed_is_reported_and_skipped_on_resume(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An older courtly stored seeds unchecked: such a state resumes, without the bad seed."""
+    state = tmp_path / "S"
+    state.mkdir()
+    store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+    old = {"seeds": ["not a url", "http://a.test/", "http:///path"], "scope": "domain"}
+    await store.put_blob("crawl", "config", json.dumps(old).encode())
+    await store.aclose()
+    config = _config(state)  # no seeds: resume what the state holds
+    with caplog.at_level(logging.WARNING, logger="courtly.crawl"):
+        snapshot = await Crawler(config, fetcher=MemoryFetcher(_site, SystemClock())).run()
+    assert snapshot.skipped["invalid_seed"] == 2
+    warned = [r.getMessage() for r in caplog.records if "stored seed" in r.getMessage()]
+    assert len(warned) == 2 and any("'not a url'" in line for line in warned)
+    assert snapshot.pages >= 2 and snapshot.stop_reason == "done"
+    store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+    stored = json.loads(await store.get_blob("crawl", "config") or b"{}")
+    await store.aclose()
+    assert stored["seeds"] == ["http://a.test/"]  # the state is no longer poisoned
+
+
+async def test_a_max_time_stop_ends_within_the_stop_grace(tmp_path: Path) -> None:
+    """A request that never ends is abandoned at max_time + stop_grace, not waited for."""
+    never = asyncio.Event()
+
+    async def hang(url: str) -> Reply:
+        if url == "http://hang.test/robots.txt":
+            await never.wait()
+        return _site(url)
+
+    config = _config(tmp_path / "S", "http://hang.test/", max_time_s=2.0, stop_grace_s=0.2)
+    fetcher = MemoryFetcher(hang, SystemClock())
+    crawl = Crawler(config, fetcher=fetcher).run()
+    snapshot = await asyncio.wait_for(crawl, timeout=60.0)  # a hang would never return
+    assert snapshot.stop_reason == "max_time"
+    assert fetcher.requests == ["http://hang.test/robots.txt"]  # in flight, then abandoned
+    assert snapshot.robots_fetches == 0 and snapshot.in_flight == 0
+
+
+# -- the command line on the sandbox web ------------------------------------------------------
+
+
+def _cli(*args: str) -> Result:
+    return CliRunner().invoke(cli_main, list(args))
+
+
+def test_a_blocked_target_says_so_and_exits_nothing_fetched(
+    small_web: LiveWeb, tmp_path: Path
+) -> None:
+    """Loopback with the address guard on: the run ends with 5 and names the flag."""
+    ip = small_web.server.world.layout.live_ips[0]
+    state = tmp_path / "S"
+    result = _cli(
+        "crawl", f"http://{ip}:{small_web.server.port}/", "--state", str(state),
+        "--user-agent", UA, "--max-time", "1.5", "--stop-grace", "0.2",
+        "--summary-json", str(tmp_path / "summary.json"),
+    )  # fmt: skip
+    assert result.exit_code == ExitCode.NOTHING_FETCHED, result.output
+    assert "--allow-private-networks" in result.output
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["exit_code"] == ExitCode.NOTHING_FETCHED and summary["pages"] == 0
+    assert summary["outcome"] == "nothing_fetched" and summary["config"]["seeds"]
+
+
+def test_quiet_prints_nothing_and_the_summary_json_matches_the_exit_code(
+    small_web: LiveWeb, tmp_path: Path
+) -> None:
+    server = small_web.server
+    out = tmp_path / "summary.json"
+    result = _cli(
+        "crawl", "--seeds-file", str(server.seeds_file), "--hosts-file", str(server.hosts_file),
+        "--allow-private-networks", "--state", str(tmp_path / "S"), "--user-agent", UA,
+        "--min-delay", "0.05", "--max-pages", "2", "--max-time", "60", "-q",
+        "--summary-json", str(out),
+    )  # fmt: skip
+    assert result.exit_code == ExitCode.LIMIT, result.output
+    assert result.output == ""  # -q: no progress, no summary
+    summary = json.loads(out.read_text())
+    assert (summary["exit_code"], summary["stop_reason"]) == (ExitCode.LIMIT, "max_pages")
+    assert summary["pages"] == 2 and summary["frontier"]["seen"] >= summary["pages"]
+    assert summary["stop_words"] == "stopped by --max-pages"

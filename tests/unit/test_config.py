@@ -1,0 +1,119 @@
+"""Every setting is checked, from flags and from TOML, with a message in the user's terms."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from courtly.config import CrawlConfig, check_setting, flag_name, load_toml
+from courtly.errors import ConfigError
+
+UA = "mybot/1.0 (+https://example.org/bot)"
+
+
+def _config(**values: Any) -> CrawlConfig:
+    return CrawlConfig(state_dir=Path("S"), user_agent=UA, **values)
+
+
+NUMERIC = [
+    spec.name
+    for spec in fields(CrawlConfig)
+    if spec.name not in ("extra",) and spec.type in ("float", "int", "float | None", "int | None")
+]
+
+
+def test_every_numeric_setting_is_checked() -> None:
+    assert len(NUMERIC) >= 20
+    for name in NUMERIC:
+        for bad in (float("nan"), float("inf"), -1e12, "fast", True):
+            with pytest.raises(ConfigError, match=f"^{flag_name(name)} must be"):
+                _config(**{name: bad})
+
+
+@given(name=st.sampled_from(NUMERIC), value=st.floats(allow_nan=True, allow_infinity=True))
+def test_a_number_is_accepted_or_refused_with_a_message_never_a_crash(
+    name: str, value: float
+) -> None:
+    try:
+        config = _config(**{name: value})
+    except ConfigError as error:
+        assert str(error).startswith(flag_name(name)) or "--max-delay" in str(error)
+    else:
+        accepted = getattr(config, name)
+        assert isinstance(accepted, int | float) and math.isfinite(accepted)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("max_time_s", -1, "--max-time must be a number of seconds > 0, not -1"),
+        ("max_pages", -5, "--max-pages must be a whole number >= 1, not -5"),
+        ("max_requests_per_host", 0, "--max-requests-per-host must be a whole number >= 1"),
+        ("progress_interval_s", 0, "--progress-interval must be a number of seconds >= 0.1"),
+        ("concurrency", 2.5, "--concurrency must be a whole number from 1 to 10000, not 2.5"),
+        ("total_timeout_s", 0, "--timeout must be a number of seconds > 0, not 0"),
+        ("scope", "site", "--scope must be one of host, domain, any, not 'site'"),
+        ("allow_private_networks", "yes", "--allow-private-networks must be true or false"),
+    ],
+)
+def test_messages_name_the_flag(name: str, value: Any, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        _config(**{name: value})
+    assert str(caught.value).startswith(message)
+
+
+def test_whole_floats_and_ints_are_normalised() -> None:
+    config = _config(max_pages=5.0, min_delay_s=2, max_time_s=3)
+    assert config.max_pages == 5 and isinstance(config.max_pages, int)
+    assert isinstance(config.min_delay_s, float) and isinstance(config.max_time_s, float)
+    assert check_setting("seeds", "http://a.test/", "SEED") == ("http://a.test/",)
+
+
+def test_every_bad_seed_is_listed_shortened() -> None:
+    long_url = "http://" + "a" * 9000 + ".test/"
+    with pytest.raises(ConfigError) as caught:
+        _config(seeds=("http://a.test/", "not a url", long_url, "http:///path"))
+    message = str(caught.value)
+    assert message.startswith("3 of 4 seeds are not crawlable")
+    assert "'not a url'" in message and "'http:///path'" in message
+    assert "(9013 characters)" in message and len(message) < 600
+
+
+def _load(tmp_path: Path, text: str) -> dict[str, Any]:
+    path = tmp_path / "crawl.toml"
+    path.write_text(text, encoding="utf-8")
+    return load_toml(path)
+
+
+def test_toml_keys_beside_the_crawl_table_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="top-level 'max-time' beside the \\[crawl\\] table"):
+        _load(tmp_path, 'max-time = 3\n[crawl]\nscope = "host"\n')
+
+
+def test_toml_values_are_typed_by_key(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"min-delay in .*crawl.toml must be a number of sec"):
+        _load(tmp_path, '[crawl]\nmin-delay = "fast"\n')
+    with pytest.raises(ConfigError, match=r"state in .* must be a path"):
+        _load(tmp_path, "[crawl]\nstate = 3\n")
+
+
+def test_a_toml_seeds_string_is_one_seed(tmp_path: Path) -> None:
+    values = _load(tmp_path, '[crawl]\nseeds = "http://a.test/"\n')
+    assert values["seeds"] == ("http://a.test/",)
+
+
+def test_every_flag_spelling_is_a_toml_key(tmp_path: Path) -> None:
+    values = _load(
+        tmp_path,
+        "timeout = 5\nconnect-timeout = 2\nmax-body = 1000\nprogress-interval = 1\n"
+        "stop-grace = 1\nmax-time = 9\nmin-delay = 0.5\nmax-delay = 9\n",
+    )
+    config = _config(**values)
+    assert (config.total_timeout_s, config.connect_timeout_s, config.max_body_bytes) == (5, 2, 1000)
+    assert (config.progress_interval_s, config.stop_grace_s, config.max_time_s) == (1, 1, 9)
