@@ -630,7 +630,9 @@ class Crawler:
             await self._store.put_blob("robots", robots_url_for(lease.url), saved)
         if outcome.results:
             last = outcome.results[-1]
-            started, ended = outcome.results[0].started_at, last.ended_at
+            started = outcome.results[0].started_at
+            # The end of the last request, a failed hop after the last response included.
+            ended = paced.ended_at if paced.ended_at is not None else last.ended_at
             retry = parse_retry_after(last.header("Retry-After"), ended)
             crawl_delay = decision.crawl_delay_s(self._ua)
             if outcome.kind == "unreachable" and last.status < 500 and last.status != 429:
@@ -959,6 +961,9 @@ class _PacedFetcher:
 
     robots.txt redirects are followed inside one lease; each hop is a request
     like any other, so the next one waits out the delay the previous one earned.
+    ``ended_at`` is the end of the last request made, a failed one included (when
+    the failure was seen), so the lease's outcome measures the host's gap from the
+    end of the last request, not of the last response.
     """
 
     def __init__(self, inner: Fetcher, clock: Clock, politeness: PolitenessConfig) -> None:
@@ -966,6 +971,7 @@ class _PacedFetcher:
         self._clock = clock
         self._politeness = politeness
         self._next_at: float | None = None
+        self.ended_at: float | None = None
 
     async def fetch(self, url: str) -> FetchResult:
         if self._next_at is not None:
@@ -973,8 +979,10 @@ class _PacedFetcher:
         try:
             result = await self._inner.fetch(url)
         except FetchError:
-            self._next_at = self._clock.now() + self._politeness.min_delay_s
+            self.ended_at = self._clock.now()
+            self._next_at = self.ended_at + self._politeness.min_delay_s
             raise
+        self.ended_at = result.ended_at
         gap = politeness_delay_s(result.elapsed_s, None, 0.0, self._politeness)
         self._next_at = result.ended_at + gap
         return result

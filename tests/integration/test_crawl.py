@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from click.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
+from yarl import URL
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.cli import main as cli_main
@@ -33,9 +34,19 @@ from courtly.cli import run_async
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot, Page, open_store
 from courtly.exit_codes import ExitCode
+from courtly.fetch import FetchConfig, Fetcher, FetchResult, HttpFetcher
 from courtly.fetch.config import DEFAULT_MAX_DECODED_BYTES
 from courtly.frontier.config import QueueConfig
-from courtly.sandbox import AuditReport, RequestRecord, SandboxSpec, audit
+from courtly.sandbox import (
+    AuditReport,
+    RequestRecord,
+    SandboxServer,
+    SandboxSpec,
+    SandboxWorld,
+    audit,
+    load_log,
+)
+from courtly.sandbox.server import DropPlan
 from courtly.sandbox.urls import host_url
 
 if TYPE_CHECKING:
@@ -52,11 +63,19 @@ else:  # tests/integration is no package: pytest imports its conftest as "confte
 
 pytestmark = pytest.mark.integration
 
-SMALL_MAX_TIME_S = 20.0
-"""Long enough for every reachable page of the small web (the slow host needs ~14 s)."""
-COVERAGE_FLOOR = 0.97
-"""Measured: 159 of 159 expected pages (100 %) within the 20 s (157 before 429/503 answers
-were retried); the floor leaves room for a few pages on a slow machine."""
+SMALL_MAX_TIME_S = 180.0
+"""A safety limit only. The small web never runs dry (traps, robots.txt retries), so its
+crawl stops once every expected page was fetched: about 14 s on a quiet machine (the slow
+host sets the pace), longer on a loaded one, where fetches take longer and the politeness
+delay (twice the fetch time) with them. A crawl cut at a fixed time would make its coverage
+a measure of the machine's speed: it fell to 86 % in 20 s with a core burnt, and to 97.5 %
+in 60 s at a load of 14 on 2 cores."""
+SMALL_TOTAL_TIMEOUT_S = 10.0
+"""The small crawl's fetch timeout. A starved crawler process can run its timer before
+reading a response that arrived in time (seen: a 0.109 s answer of the slow host, timed
+out at 2 s after a 6.7 s stall under a load of 12 on 2 cores); a page lost so is not
+fetched again. The hanging robots.txt (3 s) is still answered by no response: the
+server drops the connection."""
 HOSTILE_MAX_TIME_S = 12.0
 STOP_GRACE_S = 5.0
 """The grace for requests in flight after ``max_time`` (``CrawlConfig.stop_grace_s``)."""
@@ -77,26 +96,45 @@ class CrawlRun:
     elapsed_s: float
 
 
-def run_crawl(web: LiveWeb, config: CrawlConfig) -> CrawlRun:
-    """Crawl ``web`` in this thread (uvloop), then stop the web and read its log."""
+def run_crawl(web: LiveWeb, config: CrawlConfig, *, until_covered: bool = False) -> CrawlRun:
+    """Crawl ``web`` in this thread (uvloop), then stop the web and read its log.
+
+    ``until_covered`` stops the crawl (reason ``"covered"``) once every page the
+    audit expects has been fetched with a 200.
+    """
     pages: list[Page] = []
     body_bytes: dict[str, int] = {}
+    world = web.server.world
+    missing = set(
+        web.server.truth.expected_pages(
+            "courtly", seeds=config.seeds, follow_sitemaps=config.follow_sitemaps
+        )
+    )
 
     async def on_page(page: Page) -> None:
         pages.append(dataclasses.replace(page, body=b""))
         body_bytes[page.url] = len(page.body)
+        if page.status == 200:
+            missing.discard(world.canonical(page.url))
+        if until_covered and not missing:
+            crawler.request_stop("covered")
 
+    crawler = Crawler(config, on_page=on_page)
     began = time.monotonic()
-    snapshot = run_async(Crawler(config, on_page=on_page).run())
+    snapshot = run_async(crawler.run())
     elapsed_s = time.monotonic() - began
     records = tuple(web.records())
     return CrawlRun(web, config, snapshot, tuple(pages), body_bytes, records, elapsed_s)
 
 
 def audit_of(run: CrawlRun) -> AuditReport:
+    """The audit of a crawl, with no tolerance: the sandbox stamps a request's start after
+    its head arrived and its end before its last byte left, on the crawler's own clock, so
+    a polite crawler is never found short (docs/sandbox.md, "The audit")."""
     return audit(
         run.records,
         spec_or_truth=run.web.server.truth,
+        tolerance_s=0.0,
         min_delay_s=run.config.min_delay_s,
         per_ip_cap=run.config.per_ip,
         user_agent_token="courtly",
@@ -163,8 +201,13 @@ def small_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CrawlRun]:
     base = tmp_path_factory.mktemp("small")
     web = LiveWeb(dataclasses.replace(SandboxSpec.small(), hang_s=3.0), base / "web")
     try:
-        config = crawl_config(web, base / "state", max_time_s=SMALL_MAX_TIME_S)
-        yield run_crawl(web, config)
+        config = crawl_config(
+            web,
+            base / "state",
+            max_time_s=SMALL_MAX_TIME_S,
+            total_timeout_s=SMALL_TOTAL_TIMEOUT_S,
+        )
+        yield run_crawl(web, config, until_covered=True)
     finally:
         web.stop()
 
@@ -177,7 +220,9 @@ def test_small_web_crawl_is_polite_and_covers_the_reachable_pages(small_crawl: C
     truth = run.web.server.truth
     assert run.elapsed_s <= SMALL_MAX_TIME_S + STOP_GRACE_S + 3.0
     assert run.snapshot.finished
-    assert run.snapshot.stop_reason in ("done", "max_time")
+    # Only a page the crawler itself gave up on keeps it from covering the web in time.
+    lost = run.snapshot.errors.get("timeout", 0)
+    assert run.snapshot.stop_reason == "covered" or lost, (report.summary(), run.snapshot)
     # The audit saw the hard cases, so its zeros mean something.
     assert report.hosts == sum(1 for h in run.web.server.world.hosts if not h.dead)
     statuses = Counter(r.status for r in run.records)
@@ -189,9 +234,9 @@ def test_small_web_crawl_is_polite_and_covers_the_reachable_pages(small_crawl: C
     assert seen_there and all(truth.is_robots_path(r.host, r.path) for r in seen_there)
     # No URL asked for twice once it had an answer (stricter than the audit: 5xx count too).
     assert refetched(run.records, lambda r: truth.is_robots_path(r.host, r.path)) == 0
-    # Coverage of the pages a polite crawler can reach (sitemaps included).
+    # Every page a polite crawler can reach (sitemaps included), as the server saw it.
     assert report.expected_pages > 100, report.summary()
-    assert report.coverage >= COVERAGE_FLOOR, report.summary()
+    assert report.coverage == 1.0, report.summary()
     # Answers 429/503 are retried later: in ``statuses`` and the WARC, not in ``pages``.
     assert run.snapshot.pages == len(run.pages) > 0
     assert sum(run.snapshot.statuses.values()) == run.snapshot.pages + throttled(run.snapshot)
@@ -240,9 +285,17 @@ def test_warc_reads_back_and_matches_the_catalogue(small_crawl: CrawlRun) -> Non
     # Exactly: one response record per response the server sent (status 0 = none sent),
     # that is per fetched catalogue entry, plus one per 429/503 answer (retried, so not
     # catalogued), plus one per robots.txt exchange (redirect hops included).
-    sent = Counter(log_url(r) for r in run.records if r.status != 0)
+    # A response the crawler had timed out on is sent but not archived (the timeout is
+    # catalogued instead): see SMALL_TOTAL_TIMEOUT_S.
+    gave_up = {e.url for e in catalogue if e.skip_reason == "error:timeout"}
+    sent = Counter(log_url(r) for r in run.records if r.status != 0 and log_url(r) not in gave_up)
     archived = Counter(uri for uri, _ in responses.values())
-    assert archived == sent
+    differ = set((sent - archived) + (archived - sent))
+    assert archived == sent, (
+        [e for e in catalogue if e.url in differ],
+        [r for r in run.records if log_url(r) in differ],
+        run.snapshot.errors,
+    )
     robots_exchanges = sum(
         1 for r in run.records if r.status != 0 and truth.is_robots_path(r.host, r.path)
     )
@@ -444,3 +497,111 @@ def test_hostile_web_is_survived_politely(tmp_path: Path) -> None:
     assert rss_growth_mib < len(hostile) * per_fetch_mib + 64, rss_growth_mib
     assert refetched(run.records, lambda r: truth.is_robots_path(r.host, r.path)) == 0
     assert report.expected_fetched > 0
+
+
+# -- 6: connections cut off: no request behind the frontier's back -------------------------------
+
+
+class CountingFetcher:
+    """A :class:`Fetcher` that counts what the crawler asks for, per (host, path).
+
+    ``page_requests_met`` is set once some host has been asked for ``pages`` URLs
+    other than its robots.txt (``is_robots(host, path)``).
+    """
+
+    def __init__(self, inner: Fetcher, is_robots: Callable[[str, str], bool], pages: int) -> None:
+        self.inner = inner
+        self.asked: Counter[tuple[str, str]] = Counter()
+        self._is_robots = is_robots
+        self._pages = pages
+        self._per_host: Counter[str] = Counter()
+        self.page_requests_met = asyncio.Event()
+
+    async def fetch(self, url: str) -> FetchResult:
+        target = URL(url)
+        host = target.raw_host or ""
+        self.asked[(host, target.raw_path_qs)] += 1
+        if not self._is_robots(host, target.raw_path_qs):
+            self._per_host[host] += 1
+            if self._per_host[host] >= self._pages:
+                self.page_requests_met.set()
+        return await self.inner.fetch(url)
+
+
+async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_path: Path) -> None:
+    """Every request the server saw went through a lease and its gap, and was asked for.
+
+    robots.txt is cut off before the response head on one host and mid-body on another;
+    every second page request of every host is cut off too, alternately before the head
+    and mid-body. The crawl runs until some host has had both kinds of page cuts (its
+    fourth page request). The audit finds no short gap, and the crawler asked for
+    exactly the requests the server logged, URL by URL (a transparent retry would log
+    one more).
+    """
+    spec = dataclasses.replace(SandboxSpec.small(), dead_hosts=0, hang_s=3.0)
+    plain = [
+        h.name
+        for h in SandboxWorld(spec, 1).hosts
+        if h.robots_variant in ("rules", "crawl_delay", "wildcard", "token_open")
+    ]
+    plan = DropPlan(robots=((plain[0], "head"), (plain[1], "body")), page_every=2)
+    async with SandboxServer(spec, workdir=tmp_path / "web", drops=plan) as web:
+        config = CrawlConfig(
+            state_dir=tmp_path / "state",
+            user_agent=UA,
+            seeds=web.seeds,
+            hosts_file=web.hosts_file,
+            allow_private_networks=True,
+            min_delay_s=MIN_DELAY_S,
+            per_ip=PER_IP,
+            concurrency=CONCURRENCY,
+            connect_timeout_s=1.0,
+            total_timeout_s=10.0,
+            max_time_s=120.0,  # a safety limit: the crawl stops once both cuts were met
+        )
+        fetch_config = FetchConfig(
+            user_agent=UA,
+            connect_timeout_s=config.connect_timeout_s,
+            total_timeout_s=config.total_timeout_s,
+            per_ip_concurrency=PER_IP,
+            allow_private_networks=True,
+            hosts_file=web.hosts_file,
+        )
+        async with HttpFetcher(fetch_config) as http:
+            # Some host's fourth page request is its second cut: both kinds were met.
+            counting = CountingFetcher(http, web.truth.is_robots_path, 4)
+            crawler = Crawler(config, fetcher=counting)
+
+            async def stop_when_both_cuts_met() -> None:
+                await counting.page_requests_met.wait()
+                crawler.request_stop("cuts met")
+
+            watcher = asyncio.create_task(stop_when_both_cuts_met())
+            try:
+                snapshot = await crawler.run()
+            finally:
+                watcher.cancel()
+        truth = web.truth
+    records = load_log(web.log_path)
+    assert snapshot.stop_reason == "cuts met", snapshot
+    report = audit(
+        records,
+        spec_or_truth=truth,
+        tolerance_s=0.0,
+        min_delay_s=MIN_DELAY_S,
+        per_ip_cap=PER_IP,
+        user_agent_token="courtly",
+        seeds=config.seeds,
+    )
+    print(f"connections cut off:\n{report.summary()}")
+    assert_polite(report)
+    # The cuts happened: robots.txt cut at the head (status 0) and mid-body, pages both ways.
+    robots = [r for r in records if r.path == "/robots.txt"]
+    assert [r.status for r in robots if r.host == plain[0]] == [0]
+    assert [r.status for r in robots if r.host == plain[1]] == [200]
+    pages = [r for r in records if not truth.is_robots_path(r.host, r.path)]
+    assert any(r.status == 0 for r in pages) and any(r.status == 200 for r in pages)
+    assert snapshot.errors["robots_unreachable"] + snapshot.errors["protocol"] >= 2
+    # One request on the wire per request asked for: no layer retried anything.
+    assert counting.asked == Counter((r.host, r.path) for r in records)
+    assert snapshot.robots_fetches == len(robots)

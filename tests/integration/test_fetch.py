@@ -401,3 +401,85 @@ async def test_connections_are_reused_unless_keepalive_is_off(
         results = [await f.fetch(f"http://one.test:{server.port}/") for _ in range(3)]
     assert [r.body for r in results] == [PAGE] * 3
     assert len(set(server.peers)) == connections
+
+
+# -- no transparent retry: one fetch, at most one request on the wire ---------------------
+
+
+@dataclass
+class CuttingServer:
+    """A raw HTTP/1.1 server that answers requests whole, then cuts some off.
+
+    ``cuts[i]`` says what happens to the i-th request (0-based, over all connections):
+    ``"ok"`` answers it (keep-alive), ``"head"`` closes the connection as soon as the
+    request head is read, ``"body"`` sends the head and half the body, then closes.
+    """
+
+    cuts: Sequence[str]
+    port: int = 0
+    requests: list[tuple[int, str]] = field(default_factory=list)  # (connection, target)
+    _connections: int = 0
+
+    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._connections += 1
+        conn = self._connections
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                target = head.split(b" ", 2)[1].decode()
+                index = len(self.requests)
+                self.requests.append((conn, target))
+                cut = self.cuts[index] if index < len(self.cuts) else "ok"
+                if cut == "head":
+                    break
+                answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(PAGE)
+                if cut == "body":
+                    writer.write(answer + PAGE[: len(PAGE) // 2])
+                    await writer.drain()
+                    break
+                writer.write(answer + PAGE)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+
+@asynccontextmanager
+async def cutting(cuts: Sequence[str]) -> AsyncIterator[CuttingServer]:
+    server = CuttingServer(cuts)
+    listener = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+    server.port = listener.sockets[0].getsockname()[1]
+    try:
+        yield server
+    finally:
+        listener.close()
+
+
+async def test_a_connection_closed_before_the_head_is_not_retried() -> None:
+    # A fresh connection cut at once: aiohttp would send the GET again on a new one.
+    async with cutting(["head"]) as server, fetcher() as f:
+        with pytest.raises(FetchError) as caught:
+            await f.fetch(f"http://one.test:{server.port}/robots.txt")
+    assert caught.value.kind in ("protocol", "connect")
+    assert server.requests == [(1, "/robots.txt")]
+
+
+async def test_a_reused_connection_closed_before_the_head_is_not_retried() -> None:
+    # The keep-alive race: the server drops an idle connection as the next GET goes out.
+    async with cutting(["ok", "head", "ok"]) as server, fetcher() as f:
+        first = await f.fetch(f"http://one.test:{server.port}/a")
+        with pytest.raises(FetchError):
+            await f.fetch(f"http://one.test:{server.port}/b")
+        third = await f.fetch(f"http://one.test:{server.port}/c")
+    assert first.body == third.body == PAGE
+    assert server.requests == [(1, "/a"), (1, "/b"), (2, "/c")]
+
+
+async def test_a_body_cut_off_is_one_truncated_request() -> None:
+    async with cutting(["body", "ok"]) as server, fetcher() as f:
+        cut = await f.fetch(f"http://one.test:{server.port}/a")
+        whole = await f.fetch(f"http://one.test:{server.port}/b")
+    assert cut.truncated and cut.body == PAGE[: len(PAGE) // 2]
+    assert not whole.truncated and whole.body == PAGE
+    assert server.requests == [(1, "/a"), (2, "/b")]

@@ -29,10 +29,12 @@ from courtly.sandbox import (
     RequestRecord,
     SandboxServer,
     SandboxSpec,
+    SandboxWorld,
     audit,
     load_log,
     parse_hosts_file,
 )
+from courtly.sandbox.server import DropPlan
 from courtly.sandbox.urls import split_url
 
 pytestmark = pytest.mark.integration
@@ -380,3 +382,39 @@ async def test_a_polite_crawl_is_clean_and_complete(tmp_path: Path) -> None:
     # The same log judged by a stricter rule than the crawler kept must fail.
     strict = audit(records, spec_or_truth=truth, min_delay_s=0.5, per_ip_cap=2)
     assert strict.gap_violations > 0 and not strict.clean
+
+
+async def _raw_get(web: SandboxServer, host: str, path: str) -> bytes:
+    """One GET on a new connection; everything the server sent until it closed."""
+    reader, writer = await asyncio.open_connection(web.hosts[host], web.port)
+    head = f"GET {path} HTTP/1.1\r\nHost: {host}\r\nUser-Agent: {UA}\r\nConnection: close\r\n\r\n"
+    writer.write(head.encode())
+    try:
+        return await asyncio.wait_for(reader.read(), 5.0)  # until EOF: the server closes
+    finally:
+        writer.close()
+
+
+async def test_drop_plan_cuts_robots_and_every_nth_page(tmp_path: Path) -> None:
+    plain = [
+        h.name
+        for h in SandboxWorld(SPEC, 1).hosts
+        if h.robots_variant in ("rules", "wildcard", "token_open") and not (h.slow or h.flaky)
+    ]
+    host, other = plain[:2]
+    plan = DropPlan(robots=((host, "head"), (other, "body")), page_every=2)
+    async with SandboxServer(SPEC, workdir=tmp_path / "web", drops=plan) as web:
+        assert await _raw_get(web, host, "/robots.txt") == b""  # cut before the head
+        half = await _raw_get(web, other, "/robots.txt")
+        head, _, body = half.partition(b"\r\n\r\n")
+        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+        assert head.startswith(b"HTTP/1.1 200") and len(body) == length // 2 > 0
+        pages = [await _raw_get(web, host, "/") for _ in range(4)]
+    # Pages 2 and 4 are cut: at the head first, then in the body.
+    assert pages[1] == b"" and pages[3].startswith(b"HTTP/1.1 200")
+    assert pages[0].startswith(b"HTTP/1.1 200") and pages[2].startswith(b"HTTP/1.1 200")
+    cut = pages[3].partition(b"\r\n\r\n")[2]
+    assert 0 < len(cut) < len(pages[2].partition(b"\r\n\r\n")[2])
+    logged = [(r.host, r.path, r.status, r.bytes) for r in load_log(web.log_path)]
+    assert logged[:2] == [(host, "/robots.txt", 0, 0), (other, "/robots.txt", 200, len(body))]
+    assert [status for _, _, status, _ in logged[2:]] == [200, 0, 200, 200]

@@ -7,8 +7,9 @@ One request goes through these steps:
    address the guard allows (``dns`` / ``blocked`` otherwise). While requests to a host
    are in flight it stays *pinned* to that address.
 3. Wait for the per-IP semaphore (``per_ip_concurrency`` requests per address).
-4. Send one GET (no redirects followed) over a keep-alive connection; a new connection
-   asks :class:`~courtly.fetch.pinning.PinnedResolver`, which answers with the pinned IP.
+4. Send one GET (no redirects followed, never retried) over a keep-alive connection; a
+   new connection asks :class:`~courtly.fetch.pinning.PinnedResolver`, which answers
+   with the pinned IP.
 5. Read the body up to ``max_body_bytes``, decoding gzip/deflate/br on the fly up to
    ``max_decoded_bytes``; past either cap reading stops and the connection is closed.
 """
@@ -165,6 +166,15 @@ class HttpFetcher:
                 cookie_jar=DummyCookieJar(),
                 trust_env=False,
             )
+            # No transparent retry. aiohttp sends an idempotent request (GET) a second
+            # time, at once and on a new connection, when the first attempt fails with
+            # ClientOSError or ServerDisconnectedError before the response head
+            # (ClientSession._request, "retry_persistent_connection"; any connection,
+            # fresh or reused). That second request would bypass the frontier's lease
+            # and its politeness gap, so a failed exchange is reported instead and the
+            # frontier decides when to ask again. There is no public switch; aiohttp's
+            # own test client turns it off the same way.
+            session._retry_connection = False
         return session
 
     # -- addresses -------------------------------------------------------------------

@@ -3,7 +3,14 @@
 A line is written when the request is over: after the last byte of the
 response was handed to the socket, or when the client went away. Fields::
 
-    start_at, end_at   epoch seconds (float): head of the request parsed / response done
+    start_at           epoch seconds (float): the request head was parsed (so the
+                       client sent it no later than this)
+    end_at             epoch seconds: stamped immediately *before* the write that
+                       handed the response's last byte to the socket (so the client
+                       cannot have received the whole response earlier); for a
+                       streamed page, the last write the client was still there
+                       after; for a request without a response (status 0) when the
+                       server gave up or noticed the client had gone
     host               the Host header, lower-cased, port and trailing dot stripped
     ip, port           the local address the connection arrived on
     path               the request target as sent (path and query, not normalised)

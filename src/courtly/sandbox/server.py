@@ -26,7 +26,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 from courtly.clock import Clock, SystemClock
 from courtly.sandbox.hosts_file import write_hosts_file
@@ -36,7 +36,35 @@ from courtly.sandbox.spec import SandboxSpec
 from courtly.sandbox.truth import SandboxTruth
 from courtly.sandbox.world import SandboxWorld
 
-__all__ = ["SandboxServer", "make_gzip_bomb"]
+__all__ = ["Cut", "DropPlan", "SandboxServer", "make_gzip_bomb"]
+
+Cut = Literal["head", "body"]
+"""Where a connection is cut: right after the request head (no response at all), or
+after the response head and half of the body."""
+
+
+@dataclass(frozen=True, slots=True)
+class DropPlan:
+    """Connections the server cuts off on purpose, to test a client's failure paths.
+
+    ``robots`` maps a host name to where each of its robots.txt requests is cut
+    (every one of them, its redirect target included). ``page_every`` cuts every
+    ``page_every``-th request for any other path of a host (counted per host from
+    1; 0 cuts none); those cuts alternate on each host, ``head`` first, then
+    ``body``. A cut at ``head`` closes the connection without a byte of response
+    and is logged with status 0; a cut at ``body`` is logged with the status sent
+    and the body bytes written. Nothing is cut by default.
+    """
+
+    robots: tuple[tuple[str, Cut], ...] = ()
+    page_every: int = 0
+
+    def __post_init__(self) -> None:
+        if self.page_every < 0:
+            raise ValueError("page_every must be >= 0")
+        if any(cut not in ("head", "body") for _, cut in self.robots):
+            raise ValueError("a cut is 'head' or 'body'")
+
 
 _MAX_HEAD_BYTES = 64 * 1024
 _CACHE_ENTRIES = 4096
@@ -163,11 +191,18 @@ class _Connection(asyncio.Protocol):
 
     # -- helpers for the server -----------------------------------------------------
 
-    async def drain(self) -> None:
-        """Wait until the transport's buffer is below its low-water mark (or the peer left)."""
+    async def drain(self) -> bool:
+        """Wait until the transport's buffer is below its low-water mark (or the peer left).
+
+        True if it had to wait and the peer is still there: the peer then acknowledged
+        bytes after the write that filled the buffer, so it was open after that write.
+        """
+        waited = False
         while self._paused and not self.closed:
+            waited = True
             self._drained = asyncio.get_running_loop().create_future()
             await self._drained
+        return waited and not self.closed
 
     async def linger(self, delay_s: float) -> bool:
         """Sleep ``delay_s`` seconds; return ``False`` at once if the peer goes away meanwhile."""
@@ -179,9 +214,25 @@ class _Connection(asyncio.Protocol):
             await asyncio.wait_for(asyncio.shield(self._lost), delay_s)
         return not self.closed
 
-    def write(self, data: bytes) -> None:
+    def write(self, data: bytes) -> float:
+        """Hand ``data`` to the socket; return the time taken just before doing so.
+
+        The stamp comes *before* the write, so a client cannot hold the bytes
+        earlier than it: a stamp taken after the write would include whatever
+        delays this thread between the system call and its return (the GIL, the
+        OS scheduler), which on a loaded machine is tens of milliseconds.
+        """
+        at = self.server.clock.now()
         if self.transport is not None and not self.closed:
             self.transport.write(data)
+        return at
+
+    def writelines(self, parts: tuple[bytes, ...]) -> float:
+        """Like :meth:`write` for several buffers at once (one system call)."""
+        at = self.server.clock.now()
+        if self.transport is not None and not self.closed:
+            self.transport.writelines(parts)
+        return at
 
     def finish(self, close: bool) -> None:
         """A response is complete: close, or go on with buffered requests."""
@@ -270,7 +321,8 @@ class SandboxServer:
     and ``requests.jsonl`` (or ``log_path``). ``port`` overrides ``spec.port``
     (0 = pick a free one). ``reuse_port`` sets ``SO_REUSEPORT`` so that several
     processes can share the port; ``worker_index`` keeps their connection ids
-    apart. ``clock`` stamps the log (the system clock by default).
+    apart. ``clock`` stamps the log (the system clock by default). ``drops``
+    cuts connections off on purpose (see :class:`DropPlan`).
     """
 
     def __init__(
@@ -284,8 +336,12 @@ class SandboxServer:
         reuse_port: bool = False,
         worker_index: int = 0,
         write_files: bool = True,
+        drops: DropPlan | None = None,
     ) -> None:
         self.spec = spec
+        self._drops = drops if drops is not None and (drops.robots or drops.page_every) else None
+        self._robots_cuts: dict[str, Cut] = dict(drops.robots) if drops is not None else {}
+        self._page_counts: dict[str, int] = {}
         self.clock: Clock = clock if clock is not None else SystemClock()
         self.workdir = Path(workdir) if workdir is not None else None
         self._log_path = Path(log_path) if log_path is not None else None
@@ -480,13 +536,21 @@ class SandboxServer:
         status: int,
         nbytes: int,
         retry_after_s: float | None = None,
+        *,
+        end_at: float | None = None,
     ) -> None:
+        """Log ``request``; ``end_at`` is when its last byte was sent (default: now).
+
+        ``end_at`` is the stamp :meth:`_Connection.write` took before handing the
+        response's last byte to the socket; "now" is for requests that ended
+        without one (the client left, or a hang was cut off).
+        """
         if self._log is None:
             return
         self._log.write(
             RequestRecord(
                 start_at=request.start_at,
-                end_at=self.clock.now(),
+                end_at=self.clock.now() if end_at is None else end_at,
                 host=request.host,
                 ip=conn.ip,
                 port=conn.port,
@@ -500,13 +564,12 @@ class SandboxServer:
             )
         )
 
-    def _send(self, conn: _Connection, request: _Request, prepared: _Prepared) -> int:
+    def _send(self, conn: _Connection, request: _Request, prepared: _Prepared) -> tuple[int, float]:
+        """Write the whole response: (body bytes, the stamp taken just before writing)."""
         close = request.close or self._stopping
         tail = b"Connection: close\r\n\r\n" if close else b"\r\n"
         body = b"" if request.method == "HEAD" else prepared.body
-        if conn.transport is not None and not conn.closed:
-            conn.transport.writelines((prepared.head, tail, body))
-        return len(body)
+        return len(body), conn.writelines((prepared.head, tail, body))
 
     def _handle(self, conn: _Connection, request: _Request) -> None:
         world = self.world
@@ -514,6 +577,11 @@ class SandboxServer:
             refusal = _prepare(405, "text/plain", b"GET or HEAD only\n", [("Allow", "GET, HEAD")])
             self._complete(conn, request, refusal)
             return
+        if self._drops is not None:
+            cut = self._cut_for(request)
+            if cut is not None:
+                self._cut_off(conn, request, cut)
+                return
         profile = world.profile(request.host)
         retry_after_s: float | None = None
         prepared: _Prepared | None = None
@@ -542,6 +610,41 @@ class SandboxServer:
             return
         self._complete(conn, request, prepared, retry_after_s)
 
+    def _cut_for(self, request: _Request) -> Cut | None:
+        """Where :class:`DropPlan` cuts ``request`` off, or ``None`` to answer it."""
+        assert self._drops is not None
+        host = request.host
+        if request.target.partition("?")[0] in self.world.robots_paths(host):
+            return self._robots_cuts.get(host)
+        every = self._drops.page_every
+        if not every:
+            return None
+        count = self._page_counts.get(host, 0) + 1
+        self._page_counts[host] = count
+        if count % every:
+            return None
+        return "head" if (count // every) % 2 else "body"
+
+    def _cut_off(self, conn: _Connection, request: _Request, cut: Cut) -> None:
+        """Close the connection after the request head, or halfway through the body."""
+        if cut == "head":
+            ended_at = self.clock.now()
+            status = nbytes = 0
+        else:
+            resource = self._resource(request)
+            if isinstance(resource, Hang | BigPage | GzipBomb):
+                prepared = _prepare(200, "text/html", b"<p>cut off</p>\n" * 64, [])
+            else:
+                prepared = self._prepared(request, resource)
+            body = b"" if request.method == "HEAD" else prepared.body
+            nbytes = len(body) // 2
+            ended_at = conn.writelines((prepared.head, b"\r\n", body[:nbytes]))
+            status = prepared.status
+        if conn.transport is not None:
+            conn.transport.close()  # a FIN after what was written, as a closing server sends
+        self._log_request(conn, request, status, nbytes, end_at=ended_at)
+        conn.finish(close=True)
+
     def _complete(
         self,
         conn: _Connection,
@@ -549,8 +652,8 @@ class SandboxServer:
         prepared: _Prepared,
         retry_after_s: float | None = None,
     ) -> None:
-        nbytes = self._send(conn, request, prepared)
-        self._log_request(conn, request, prepared.status, nbytes, retry_after_s)
+        nbytes, sent_at = self._send(conn, request, prepared)
+        self._log_request(conn, request, prepared.status, nbytes, retry_after_s, end_at=sent_at)
         conn.finish(close=request.close or self._stopping)
 
     def _resource(self, request: _Request) -> Resource:
@@ -608,9 +711,10 @@ class SandboxServer:
             return
         if isinstance(resource, Hang):
             await conn.linger(resource.hang_s)
-            self._log_request(conn, request, 0, 0)
+            ended_at = self.clock.now()  # the client gave up, or we abort now
             if conn.transport is not None:
                 conn.transport.abort()
+            self._log_request(conn, request, 0, 0, end_at=ended_at)
             conn.finish(close=True)
             return
         if isinstance(resource, GzipBomb):
@@ -624,17 +728,22 @@ class SandboxServer:
         assert isinstance(resource, BigPage)
         close = request.close or self._stopping
         head = _head(200, [("Content-Type", "text/html; charset=utf-8")], resource.size_bytes)
-        conn.write(head + (b"Connection: close\r\n\r\n" if close else b"\r\n"))
+        end_at = conn.write(head + (b"Connection: close\r\n\r\n" if close else b"\r\n"))
         sent = 0
         if request.method != "HEAD":
+            # A client may close mid-stream (at its size cap) while writes still go out:
+            # the end logged is the last write the client is known to have been there
+            # after (it acknowledged later bytes), so it is never after the client left.
+            end_at = request.start_at
             chunk = memoryview(self._big_chunk)
             while sent < resource.size_bytes and not conn.closed and not self._stopping:
                 piece = chunk[: min(len(chunk), resource.size_bytes - sent)]
-                conn.write(bytes(piece))
+                written_at = conn.write(bytes(piece))
                 sent += len(piece)
-                await conn.drain()
+                if await conn.drain():
+                    end_at = written_at
         complete = sent >= resource.size_bytes or request.method == "HEAD"
-        self._log_request(conn, request, 200, sent)
+        self._log_request(conn, request, 200, sent, end_at=end_at)
         conn.finish(close=close or not complete)
 
 
