@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import signal
@@ -27,6 +28,7 @@ from courtly.frontier.records import FrontierCounts
 from courtly.parallel import (
     PartitionedCrawl,
     claim_layout,
+    default_processes,
     merge_counts,
     merge_last_runs,
     state_dirs,
@@ -83,12 +85,18 @@ main.add_command(sandbox)
 @click.option("--max-delay", "max_delay_s", type=float, help="Cap on the two above, seconds [60].")
 @click.option("--max-time", "max_time_s", type=float, help="Stop after S seconds.")
 @click.option("--max-pages", type=int, help="Stop after N fetched pages.")
-@click.option("--concurrency", type=int, help="Requests in flight, each to its own host [32].")
+@click.option(
+    "--concurrency",
+    type=int,
+    help="Requests in flight per process, each to its own host "
+    "[auto: 8..1024, by CPU use and event-loop lag].",
+)
 @click.option("--per-ip", type=int, help="Requests in flight per resolved IP [2].")
 @click.option(
     "--processes",
     type=int,
-    help="Crawler processes, hosts partitioned by hash; a resume must use the same number [1].",
+    help="Crawler processes, hosts partitioned by hash [the cores available, at most --per-ip; "
+    "a resume keeps the number it was started with].",
 )
 @click.option("--timeout", "total_timeout_s", type=float, help="Whole exchange, seconds [30].")
 @click.option("--connect-timeout", "connect_timeout_s", type=float, help="Connect, seconds [10].")
@@ -203,7 +211,11 @@ def _build_config(
             "--user-agent is required: a product token and a contact, "
             "e.g. 'mybot/1.0 (+https://example.org/bot)'"
         )
-    return CrawlConfig(**values)
+    config = CrawlConfig(**values)
+    if "processes" not in values:
+        processes = default_processes(config.state_dir, config.per_ip)
+        config = dataclasses.replace(config, processes=processes)
+    return config
 
 
 async def _crawl(config: CrawlConfig) -> CrawlSnapshot:

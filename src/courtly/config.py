@@ -66,8 +66,10 @@ class CrawlConfig:
     """Stop after this long; in-flight requests finish or are abandoned cleanly."""
     max_pages: int | None = None
     """Stop after this many fetched pages (robots.txt not counted)."""
-    concurrency: int = 32
-    """Fetchers: requests in flight at most (each to a different host)."""
+    concurrency: int | None = None
+    """Fetchers: requests in flight at most (each to a different host). ``None`` (default):
+    autoscaled per process between 8 and 1024 by CPU use and event-loop lag
+    (``courtly.autoscale``); a number pins it."""
     per_ip: int = 2
     """Requests in flight to one resolved IP address."""
     processes: int = 1
@@ -77,7 +79,8 @@ class CrawlConfig:
     back_queues: int | None = None
     """Hosts holding a back queue at once. Default: enough to keep every fetcher busy
     while each host waits out its delay, ``max(3 × concurrency, concurrency × min_delay_s /
-    0.05 s)`` (a fetch is assumed to take about 50 ms)."""
+    0.05 s)`` (a fetch is assumed to take about 50 ms), with ``concurrency`` 256 when it is
+    autoscaled."""
     hosts_file: Path | None = None
     """An /etc/hosts-format file that overrides DNS for the names it lists."""
     allow_private_networks: bool = False
@@ -113,7 +116,7 @@ class CrawlConfig:
 
     def __post_init__(self) -> None:
         check_user_agent(self.user_agent)
-        if self.concurrency < 1:
+        if self.concurrency is not None and self.concurrency < 1:
             raise ConfigError("concurrency must be >= 1")
         if self.per_ip < 1:
             raise ConfigError("per_ip must be >= 1")
@@ -143,8 +146,9 @@ class CrawlConfig:
         """``back_queues``, or the default described on the field."""
         if self.back_queues is not None:
             return self.back_queues
-        busy = math.ceil(self.concurrency * self.min_delay_s / 0.05)
-        return max(3 * self.concurrency, min(busy, 100_000))
+        fetchers = self.concurrency if self.concurrency is not None else _AUTO_PLANNED_FETCHERS
+        busy = math.ceil(fetchers * self.min_delay_s / 0.05)
+        return max(3 * fetchers, min(busy, 100_000))
 
     def identity(self) -> dict[str, object]:
         """The settings that shape a crawl's results, for reporting a changed configuration."""
@@ -163,6 +167,9 @@ class CrawlConfig:
         """A copy with the given fields replaced (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
+
+_AUTO_PLANNED_FETCHERS = 256
+"""Fetchers the default back-queue count plans for when ``concurrency`` is autoscaled."""
 
 _FIELD_NAMES = {spec.name for spec in fields(CrawlConfig)} - {"extra"}
 _ALIASES = {
