@@ -126,8 +126,11 @@ def test_stable_hash_is_the_same_in_another_process() -> None:
 def test_partition_config_shares_out_fetchers_and_the_per_ip_cap(tmp_path: Path) -> None:
     config = _config(tmp_path, processes=2, per_ip=5, concurrency=33, back_queues=100)
     part = partition_config(config, 1)
+    assert part.concurrency is not None and config.concurrency is not None
     assert part.state_dir == partition_dir(tmp_path, 1, 2) == tmp_path / "part-1-of-2"
     assert part.per_ip * 2 <= config.per_ip and part.per_ip == 2
+    # An autoscaled count is not shared out: each process runs its own autoscaler.
+    assert partition_config(replace(config, concurrency=None), 0).concurrency is None
     assert part.concurrency * 2 <= config.concurrency and part.concurrency == 16
     assert part.back_queues == 50
     with pytest.raises(ConfigError, match="per_ip = 2 cannot be shared by 3 processes"):

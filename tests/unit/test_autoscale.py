@@ -167,9 +167,13 @@ def test_the_sampler_measures_event_loop_lag_on_the_injected_clock() -> None:
 def test_a_pinned_scaler_never_samples() -> None:
     calls: list[int] = []
 
+    def in_flight() -> int:
+        calls.append(1)
+        return 0
+
     async def scenario() -> None:
         scaler = Autoscaler(AutoscaleConfig.pinned(5), FakeClock(), cpu_time=lambda: 0.0)
-        await scaler.run(lambda: calls.append(1) or 0, lambda: None)
+        await scaler.run(in_flight, lambda: None)
         assert scaler.desired == 5
 
     asyncio.run(scenario())

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -191,7 +193,7 @@ def test_a_host_that_never_answers_is_retired_dead_after_the_bounded_attempts() 
         t = state.next_allowed_at
     assert state.retired == "dead"
     assert len(attempts) == 4
-    assert [round(b - a, 6) for a, b in zip(attempts, attempts[1:], strict=False)] == [
+    assert [round(b - a, 6) for a, b in itertools.pairwise(attempts)] == [
         5.1,
         10.1,
         20.1,
