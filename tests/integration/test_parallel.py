@@ -39,7 +39,9 @@ from courtly.parallel import (
     PartitionedCrawl,
     PartitionStatus,
     TerminationDetector,
+    available_cores,
     claim_layout,
+    default_processes,
     merge_counts,
     partition_config,
     partition_dir,
@@ -249,7 +251,8 @@ def parallel_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Paralle
     base = tmp_path_factory.mktemp("parallel")
     web = LiveWeb(finite_small_spec(), base / "web")
     try:
-        config = crawl_config(web, base / "state", processes=2)
+        # Autoscaled fetchers (the default): each process runs its own autoscaler.
+        config = crawl_config(web, base / "state", processes=2, concurrency=None)
         began = time.monotonic()
         snapshot = run_async(PartitionedCrawl(config).run())
         elapsed_s = time.monotonic() - began
@@ -366,3 +369,56 @@ def test_merged_counts_are_field_sums() -> None:
     a = FrontierCounts(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
     b = FrontierCounts(10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110)
     assert merge_counts([a, b]) == FrontierCounts(11, 22, 33, 44, 55, 66, 77, 88, 99, 110, 121)
+
+
+# -- the default number of processes ----------------------------------------------------------
+
+
+def test_default_processes_is_the_cores_capped_by_per_ip_and_a_resume_keeps_its_number(
+    tmp_path: Path,
+) -> None:
+    fresh = tmp_path / "fresh"
+    assert default_processes(fresh, per_ip=8, cores=4) == 4
+    assert default_processes(fresh, per_ip=2, cores=4) == 2  # each process needs one per IP
+    assert default_processes(fresh, per_ip=2, cores=1) == 1
+    assert default_processes(fresh, per_ip=2) == min(available_cores(), 2)
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "frontier.sqlite3").write_bytes(b"")
+    assert default_processes(single, per_ip=8, cores=4) == 1
+    partitioned = tmp_path / "partitioned"
+    claim_layout(partitioned, 3)
+    assert default_processes(partitioned, per_ip=8, cores=16) == 3
+
+
+def test_cli_crawl_without_processes_uses_the_default(tmp_path: Path, small_web: LiveWeb) -> None:
+    state = tmp_path / "state"
+    config = crawl_config(small_web, state)
+    expected = default_processes(state, per_ip=PER_IP)
+    hosts_file = config.hosts_file
+    assert hosts_file is not None
+    args = [
+        "crawl",
+        "--state",
+        str(state),
+        "--user-agent",
+        UA,
+        "--hosts-file",
+        str(hosts_file),
+        "--allow-private-networks",
+        "--min-delay",
+        str(config.min_delay_s),
+        "--per-ip",
+        str(PER_IP),
+        "--max-pages",
+        "10",
+        "--progress-interval",
+        "0.5",
+        *config.seeds,
+    ]
+    result = CliRunner().invoke(cli_main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert (state / LAYOUT_FILE).exists() == (expected > 1)
+    assert state_dirs(state) == (
+        [partition_dir(state, i, expected) for i in range(expected)] if expected > 1 else [state]
+    )
