@@ -24,6 +24,7 @@ it grows by ``grow_ratio``; else it stays. It never leaves
 from __future__ import annotations
 
 import enum
+import logging
 import math
 import time
 from collections import deque
@@ -42,6 +43,8 @@ __all__ = [
     "judge_load",
     "next_desired",
 ]
+
+log = logging.getLogger("courtly.autoscale")
 
 AUTO_MIN_FETCHERS = 8
 """The fewest fetchers an autoscaled crawler process runs."""
@@ -212,6 +215,15 @@ class Autoscaler:
         before = self.desired
         self.desired = next_desired(before, self._samples, self.cfg)
         if self.desired != before:
+            log.info(
+                "fetchers %d -> %d (%s; cpu %.2f, lag %.3f s, in flight %d)",
+                before,
+                self.desired,
+                judge_load(self._samples, self.cfg).value,
+                max(s.cpu_ratio for s in self._samples),
+                max(s.loop_lag_s for s in self._samples),
+                in_flight,
+            )
             # Samples taken at the old count say little about the new one.
             self._samples.clear()
         return self.desired != before
