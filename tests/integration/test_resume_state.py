@@ -97,6 +97,14 @@ async def _wait(proc: asyncio.subprocess.Process, timeout_s: float) -> int:
     return await asyncio.wait_for(proc.wait(), timeout_s)
 
 
+async def _until_requests(web: SandboxServer, count: int, *, timeout_s: float) -> None:
+    """Wait until the sandbox has logged ``count`` requests (the crawl is under way)."""
+    deadline = time.monotonic() + timeout_s
+    while web.requests_logged < count:
+        assert time.monotonic() < deadline, f"no {count} requests within {timeout_s} s"
+        await asyncio.sleep(0.05)
+
+
 @pytest.mark.integration
 @pytest.mark.parametrize("signals", [1, 2])
 async def test_sigint_stops_cleanly_and_a_second_one_at_once(tmp_path: Path, signals: int) -> None:
@@ -107,7 +115,9 @@ async def test_sigint_stops_cleanly_and_a_second_one_at_once(tmp_path: Path, sig
             stdout=asyncio.subprocess.DEVNULL,
             stderr=asyncio.subprocess.PIPE,
         )
-        await asyncio.sleep(3.0)
+        # Signal a crawl that is crawling: on a loaded machine the interpreter may still
+        # be importing after seconds, and a SIGINT then is a KeyboardInterrupt, not a stop.
+        await _until_requests(web, 5, timeout_s=60.0)
         stopped_at = time.monotonic()
         for _ in range(signals):
             proc.send_signal(signal.SIGINT)
