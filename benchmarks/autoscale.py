@@ -48,7 +48,9 @@ def scenario(hosts: int) -> Scenario:
     )
 
 
-def command(chosen: Scenario, web: Sandbox, seconds: float, state: Path, variant: str) -> list[str]:
+def command(
+    chosen: Scenario, web: Sandbox, seconds: float, state: Path, variant: str, verbose: bool
+) -> list[str]:
     """``courtly crawl`` for ``variant``: flags only where the variant pins something."""
     args = [
         sys.executable,
@@ -80,6 +82,7 @@ def command(chosen: Scenario, web: Sandbox, seconds: float, state: Path, variant
         "domain",
         "--progress-interval",
         "5",
+        *(["-v"] if verbose else []),
     ]
     name = variant
     if name.endswith("-p1"):
@@ -93,7 +96,7 @@ def command(chosen: Scenario, web: Sandbox, seconds: float, state: Path, variant
 
 
 def run_variant(
-    chosen: Scenario, variant: str, seconds: float, workdir: Path, repeat: int
+    chosen: Scenario, variant: str, seconds: float, workdir: Path, repeat: int, verbose: bool
 ) -> dict[str, Any]:
     run_dir = workdir / f"{variant}-{repeat}"
     if run_dir.exists():
@@ -101,7 +104,7 @@ def run_variant(
     run_dir.mkdir(parents=True)
     web = Sandbox(chosen.spec, run_dir / "web")
     try:
-        cmd = command(chosen, web, seconds, run_dir / "state", variant)
+        cmd = command(chosen, web, seconds, run_dir / "state", variant, verbose)
         cost = run_measured(cmd, run_dir / "courtly.log")
     finally:
         web.stop()
@@ -119,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=1, help="rounds of alternating runs")
     parser.add_argument("--workdir", type=Path, default=HERE / "out" / "autoscale")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("-v", "--verbose", action="store_true", help="courtly crawl -v (logs)")
     args = parser.parse_args(argv)
     chosen = scenario(args.hosts)
     variants = [v for v in args.variants.split(",") if v]
@@ -126,7 +130,7 @@ def main(argv: list[str] | None = None) -> int:
     for repeat in range(args.repeats):
         for variant in variants:
             print(f"[{variant} #{repeat}] {args.seconds:.0f} s ...", file=sys.stderr, flush=True)
-            figures = run_variant(chosen, variant, args.seconds, args.workdir, repeat)
+            figures = run_variant(chosen, variant, args.seconds, args.workdir, repeat, args.verbose)
             runs[variant].append(figures)
             print(
                 f"[{variant} #{repeat}] {figures['pages_per_s']} pages/s, "

@@ -7,7 +7,9 @@ An :class:`Autoscaler` samples, every ``sample_interval_s`` on the injected cloc
   core busy; ``--processes`` defaults to one process per core, so one core is
   each process's share);
 * the event-loop lag: how much later than asked its own sleep returned (a busy
-  loop answers late: callbacks queue up behind one another);
+  loop answers late: callbacks queue up behind one another), less the time the
+  loop's thread spent waiting for a CPU meanwhile (Linux ``schedstat``: other
+  processes' load, which fewer fetchers would not cure);
 * whether the dispatcher was *capped*: a lease filled every free slot, so
   more hosts may have been ready than fetchers were allowed.
 
@@ -42,6 +44,7 @@ __all__ = [
     "LoadSample",
     "judge_load",
     "next_desired",
+    "run_queue_wait_s",
 ]
 
 log = logging.getLogger("courtly.autoscale")
@@ -111,11 +114,22 @@ class LoadSample:
     cpu_ratio: float
     """CPU seconds this process used per wall second since the previous sample."""
     loop_lag_s: float
-    """How much later than asked the sampler's sleep returned."""
+    """How much later than asked the sampler's sleep returned, less the time the loop's
+    thread waited for a CPU meanwhile (the lag this process's own work caused)."""
     desired: int
     in_flight: int
     capped: bool
     """Since the previous sample, a lease filled every free slot (work was waiting)."""
+
+
+def run_queue_wait_s() -> float:
+    """Seconds the calling thread has spent runnable but waiting for a CPU (Linux
+    ``/proc/thread-self/schedstat``); 0.0 where that is not available."""
+    try:
+        with open("/proc/thread-self/schedstat", "rb") as stat:
+            return int(stat.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return 0.0
 
 
 class Load(enum.Enum):
@@ -164,7 +178,8 @@ class Autoscaler:
     :meth:`note_capped` when a lease filled every free slot. :meth:`run` samples
     until cancelled and calls ``on_change`` when :attr:`desired` changes (so a
     waiting dispatcher can lease more at once). ``cpu_time`` returns this
-    process's CPU seconds (``time.process_time`` by default).
+    process's CPU seconds (``time.process_time`` by default); ``cpu_wait`` the
+    seconds the loop's thread waited for a CPU (:func:`run_queue_wait_s`).
     """
 
     def __init__(
@@ -173,10 +188,12 @@ class Autoscaler:
         clock: Clock,
         *,
         cpu_time: Callable[[], float] = time.process_time,
+        cpu_wait: Callable[[], float] = run_queue_wait_s,
     ) -> None:
         self.cfg = cfg
         self._clock = clock
         self._cpu_time = cpu_time
+        self._cpu_wait = cpu_wait
         self.desired = cfg.initial_fetchers
         self._capped = False
         self._samples: deque[LoadSample] = deque()
@@ -236,8 +253,9 @@ class Autoscaler:
         clock = self._clock
         self.observe(clock.now(), self._cpu_time(), 0.0, in_flight())
         while True:
-            before = clock.now()
+            before, waited = clock.now(), self._cpu_wait()
             await clock.sleep(interval)
             now = clock.now()
-            if self.observe(now, self._cpu_time(), now - before - interval, in_flight()):
+            lag = (now - before - interval) - (self._cpu_wait() - waited)
+            if self.observe(now, self._cpu_time(), lag, in_flight()):
                 on_change()

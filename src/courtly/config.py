@@ -79,8 +79,8 @@ class CrawlConfig:
     back_queues: int | None = None
     """Hosts holding a back queue at once. Default: enough to keep every fetcher busy
     while each host waits out its delay, ``max(3 × concurrency, concurrency × min_delay_s /
-    0.05 s)`` (a fetch is assumed to take about 50 ms), with ``concurrency`` 256 when it is
-    autoscaled."""
+    0.05 s)`` (a fetch is assumed to take about 50 ms), with ``concurrency`` 32 (where the
+    autoscaler starts) when it is autoscaled."""
     hosts_file: Path | None = None
     """An /etc/hosts-format file that overrides DNS for the names it lists."""
     allow_private_networks: bool = False
@@ -168,8 +168,10 @@ class CrawlConfig:
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
 
-_AUTO_PLANNED_FETCHERS = 256
-"""Fetchers the default back-queue count plans for when ``concurrency`` is autoscaled."""
+_AUTO_PLANNED_FETCHERS = 32
+"""Fetchers the default back-queue count plans for when ``concurrency`` is autoscaled: the
+autoscaler's starting count. More back queues would make every host's robots.txt come
+before the first pages; the autoscaler grows past it when that many hosts are ready."""
 
 _FIELD_NAMES = {spec.name for spec in fields(CrawlConfig)} - {"extra"}
 _ALIASES = {

@@ -17,6 +17,7 @@ from courtly.autoscale import (
     LoadSample,
     judge_load,
     next_desired,
+    run_queue_wait_s,
 )
 from courtly.clock import FakeClock
 
@@ -149,7 +150,7 @@ def test_the_sampler_measures_event_loop_lag_on_the_injected_clock() -> None:
 
     async def scenario() -> list[LoadSample]:
         clock = LaggyClock()
-        scaler = Autoscaler(CFG, clock, cpu_time=lambda: 0.0)
+        scaler = Autoscaler(CFG, clock, cpu_time=lambda: 0.0, cpu_wait=lambda: 0.0)
         changes: list[int] = []
         task = asyncio.create_task(scaler.run(lambda: 10, lambda: changes.append(scaler.desired)))
         for _ in range(40):
@@ -178,3 +179,39 @@ def test_a_pinned_scaler_never_samples() -> None:
 
     asyncio.run(scenario())
     assert calls == []
+
+
+def test_lag_from_waiting_for_a_cpu_is_not_held_against_the_process() -> None:
+    """On a machine busy with other work the loop wakes late because it waits for a CPU;
+    fewer fetchers would not cure that, so that part of the lag is not counted."""
+
+    class StarvedClock(FakeClock):
+        def __init__(self) -> None:
+            super().__init__()
+            self.waited = 0.0
+
+        async def sleep(self, delay_s: float) -> None:
+            self.waited += 0.3  # every wake-up waits 0.3 s on the run queue
+            await super().sleep(delay_s + 0.3)
+
+    async def scenario() -> Autoscaler:
+        clock = StarvedClock()
+        scaler = Autoscaler(CFG, clock, cpu_time=lambda: 0.0, cpu_wait=lambda: clock.waited)
+        task = asyncio.create_task(scaler.run(lambda: 10, lambda: None))
+        for _ in range(40):
+            scaler.note_capped()
+            await asyncio.sleep(0)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return scaler
+
+    scaler = asyncio.run(scenario())
+    assert scaler.desired > CFG.initial_fetchers  # not overloaded, and work was waiting
+    assert all(s.loop_lag_s == pytest.approx(0.0, abs=1e-9) for s in scaler.samples)
+
+
+def test_run_queue_wait_is_a_growing_count_of_seconds() -> None:
+    first = run_queue_wait_s()
+    assert first >= 0.0
+    assert run_queue_wait_s() >= first
