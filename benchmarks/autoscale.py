@@ -28,6 +28,7 @@ from compare_scrapy import (
     Scenario,
     machine,
     run_measured,
+    scenarios,
     summarise,
 )
 from courtly.sandbox import SandboxSpec, load_log
@@ -36,16 +37,10 @@ HERE = Path(__file__).resolve().parent
 
 
 def scenario(hosts: int) -> Scenario:
-    """compare_scrapy's broad scenario on ``hosts`` hosts (concurrency there is unused)."""
-    return Scenario(
-        "broad",
-        dataclasses.replace(SandboxSpec.broad(hosts), pages_per_host=40),
-        min_delay_s=0.25,
-        per_ip=2,
-        concurrency=32,
-        timeout_s=10.0,
-        purpose="autoscaled against pinned fetchers",
-    )
+    """compare_scrapy's broad scenario on ``hosts`` hosts (its concurrency is not used)."""
+    broad = scenarios(quick=False)["broad"]
+    spec = dataclasses.replace(SandboxSpec.broad(hosts), pages_per_host=broad.spec.pages_per_host)
+    return dataclasses.replace(broad, spec=spec)
 
 
 def command(
