@@ -501,6 +501,9 @@ class Crawler:
             "skipped": snapshot.skipped,
             "finished": snapshot.finished,
             "stop_reason": snapshot.stop_reason,
+            "stop_detail": snapshot.stop_detail,
+            "hosts_retired": snapshot.hosts_retired,
+            "fetchers": snapshot.fetchers,
         }
         with contextlib.suppress(Exception):
             await self._store.put_blob("crawl", "last_run", json.dumps(data).encode())

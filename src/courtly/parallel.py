@@ -677,20 +677,30 @@ def merge_snapshots(snapshots: Sequence[CrawlSnapshot], state_dir: Path) -> Craw
 
 
 def merge_last_runs(runs: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """The ``last_run`` records of the partitions' stores, summed into one."""
+    """The ``last_run`` records of the partitions' stores, summed into one; a crawl that
+    ran out of URLs is named from the sums, as :class:`PartitionedCrawl` names it."""
     present = [run for run in runs if run]
     if not present:
         return None
     reasons = [run.get("stop_reason") for run in present if run.get("stop_reason")]
+    pages = sum(run.get("pages", 0) for run in present)
+    retired = _sum_dicts(run.get("hosts_retired", {}) for run in present)
+    reason = reasons[0] if reasons else None
+    detail = next((run["stop_detail"] for run in present if run.get("stop_detail")), None)
+    if reason in ("done", "nothing_fetchable"):
+        reason, detail = ending(pages, retired)
     return {
         "updated_at": max(run.get("updated_at", 0.0) for run in present),
-        "pages": sum(run.get("pages", 0) for run in present),
+        "pages": pages,
         "robots_fetches": sum(run.get("robots_fetches", 0) for run in present),
         "bytes_received": sum(run.get("bytes_received", 0) for run in present),
         "errors": _sum_dicts(run.get("errors", {}) for run in present),
         "skipped": _sum_dicts(run.get("skipped", {}) for run in present),
         "finished": len(present) == len(runs) and all(run.get("finished") for run in present),
-        "stop_reason": reasons[0] if reasons else None,
+        "stop_reason": reason,
+        "stop_detail": detail,
+        "hosts_retired": retired,
+        "fetchers": sum(run.get("fetchers", 0) for run in present),
         "partitions": len(runs),
     }
 

@@ -422,3 +422,22 @@ def test_cli_crawl_without_processes_uses_the_default(tmp_path: Path, small_web:
     assert state_dirs(state) == (
         [partition_dir(state, i, expected) for i in range(expected)] if expected > 1 else [state]
     )
+
+
+def test_a_partitioned_crawl_of_blocked_addresses_ends_with_nothing_fetchable(
+    tmp_path: Path,
+) -> None:
+    # Hosts of both partitions, all refused by the address guard: no server needed.
+    seeds = tuple(f"http://127.0.0.{i}:9/" for i in range(3, 9))
+    assert len({partition_of(host_of(s), 2) for s in seeds}) == 2
+    config = _config(tmp_path / "state", seeds=seeds, processes=2, progress_interval_s=0.5)
+    snapshot = run_async(PartitionedCrawl(config).run())
+    assert snapshot.stop_reason == "nothing_fetchable"
+    assert snapshot.stop_detail is not None and "--allow-private-networks" in snapshot.stop_detail
+    assert snapshot.hosts_retired == {"blocked": len(seeds)}
+    assert snapshot.pages == 0
+    result = CliRunner().invoke(cli_main, ["status", "--state", str(config.state_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    last_run = json.loads(result.output)["last_run"]
+    assert last_run["stop_reason"] == "nothing_fetchable"
+    assert last_run["stop_detail"] == snapshot.stop_detail
