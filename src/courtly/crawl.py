@@ -590,9 +590,9 @@ class Crawler:
                 scaler.note_capped()
             for lease in batch.leases:
                 self._in_flight += 1
-                task = group.create_task(self._fetch_one(lease))
+                task = group.create_task(self._process(lease))
                 self._fetches.add(task)
-                task.add_done_callback(self._fetches.discard)
+                task.add_done_callback(self._fetch_done)
             if batch.leases:
                 continue
             if batch.next_ready_at is None and self._in_flight == 0 and self._partition is None:
@@ -609,12 +609,12 @@ class Crawler:
                 wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
             await self._idle(wait_s)
 
-    async def _fetch_one(self, lease: Lease) -> None:
-        try:
-            await self._process(lease)
-        finally:
-            self._in_flight -= 1
-            self._wake.set()
+    def _fetch_done(self, task: asyncio.Task[None]) -> None:
+        """A fetch task ended (done, failed, or cancelled even before it began): its slot
+        is free. The set, the count and the wake-up change together."""
+        self._fetches.discard(task)
+        self._in_flight -= 1
+        self._wake.set()
 
     async def _drain(self) -> None:
         """Wait for the fetches in flight; abandon them when the stop grace runs out."""

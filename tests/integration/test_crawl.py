@@ -280,6 +280,8 @@ def _flags(web: LiveWeb, state: Path) -> list[str]:
         str(PER_IP),
         "--concurrency",
         str(CONCURRENCY),
+        "--processes",  # the single-process crawl (the partitioned one: test_parallel.py)
+        "1",
         "--progress-interval",
         "0.5",
     ]
@@ -330,6 +332,7 @@ def test_cli_max_time_status_export_and_toml_config(
         f"min-delay = {MIN_DELAY_S}\n"
         f"per-ip = {PER_IP}\n"
         f"concurrency = {CONCURRENCY}\n"
+        "processes = 1\n"
         f"max-time = {max_time_s}\n"
         "progress_interval_s = 0.5\n"
     )
