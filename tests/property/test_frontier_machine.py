@@ -61,6 +61,8 @@ class FrontierMachine(RuleBasedStateMachine):
         self.live: dict[str, Lease] = {}  # host -> lease we hold
         self.expired: list[Lease] = []
         self.next_at: dict[str, float] = {}
+        self.retired: set[str] = set()  # hosts retired (blocked, dead, failing)
+        self.dropped: set[str] = set()  # their URLs, never to be leased
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -74,7 +76,9 @@ class FrontierMachine(RuleBasedStateMachine):
 
     def pending(self) -> set[str]:
         held = {lease.url for lease in self.live.values()}
-        return {u for u in self.added if u not in self.done and u not in held}
+        return {
+            u for u in self.added if u not in self.done and u not in held and u not in self.dropped
+        }
 
     def check_lease(self, lease: Lease) -> None:
         now = self.clock.now()
@@ -82,6 +86,7 @@ class FrontierMachine(RuleBasedStateMachine):
         assert holder is None, f"two live leases on {lease.host_key}"
         assert now >= self.next_at.get(lease.host_key, 0.0), "leased before next allowed time"
         assert lease.url in self.added and lease.url not in self.done, "leased twice"
+        assert lease.url not in self.dropped, "a URL of a retired host was leased"
         host, level, seq = self.added[lease.url]
         assert host == lease.host_key
         earlier = [
@@ -109,7 +114,9 @@ class FrontierMachine(RuleBasedStateMachine):
         batch_seen: set[str] = set()
         for entry, status in zip(entries, statuses, strict=True):
             known = entry.url in self.added or entry.url in batch_seen
-            if known:
+            if entry.host_key in self.retired:
+                assert status is AddStatus.HOST_RETIRED
+            elif known:
                 assert status is AddStatus.SEEN
             else:
                 assert status is AddStatus.QUEUED
@@ -139,6 +146,9 @@ class FrontierMachine(RuleBasedStateMachine):
         assert result is not None, "an unreclaimed lease must complete"
         self.done.add(lease.url)
         self.next_at[host] = expected.next_allowed_at
+        if expected.retired is not None:  # its queued URLs are dropped
+            self.retired.add(host)
+            self.dropped |= {u for u in self.pending() if self.added[u][0] == host}
 
     @precondition(lambda self: bool(self.live))
     @rule(data=st.data())
@@ -206,7 +216,9 @@ class FrontierMachine(RuleBasedStateMachine):
     def counts_match(self) -> None:
         counts = self.run(self.frontier.counts())
         assert counts.leased == len(self.live)
-        assert counts.queued + counts.leased == len(self.added) - len(self.done)
+        # A retired host's URLs leave the count when the front tier is next drawn from.
+        left = len(self.added) - len(self.done)
+        assert left - len(self.dropped) <= counts.queued + counts.leased <= left
 
 
 def _host(url: str) -> str:
