@@ -2,7 +2,8 @@
 
 Data flow of one lease (see docs/architecture.md for the whole picture):
 
-1. a worker leases the earliest ready host (one request in flight per host);
+1. the dispatcher leases the earliest ready hosts, up to the fetcher count (autoscaled,
+   :mod:`courtly.autoscale`), one request in flight per host, a task per lease;
 2. if the host's robots.txt is unknown or stale, *that* lease fetches it (it
    counts against the host's politeness), the decision is cached, and the URL is
    released back to the head of its queue;
