@@ -104,7 +104,8 @@ main.add_command(sandbox)
 @click.option(
     "--back-queues",
     type=int,
-    help="Hosts with a back queue at once [max(3 x concurrency, concurrency x delay / 50 ms)].",
+    help="Cap on hosts holding a back-queue slot at once; the number in use follows demand "
+    "[10000].",
 )
 @click.option(
     "--hosts-file",

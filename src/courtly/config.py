@@ -7,7 +7,6 @@ given on the command line override the file.
 
 from __future__ import annotations
 
-import math
 import re
 import tomllib
 from dataclasses import dataclass, field, fields, replace
@@ -25,6 +24,8 @@ _CONTACT_RE = re.compile(
     r"(https?://[^\s;()]+|mailto:[^\s;()]+|[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,})"
 )
 _TOKEN_RE = re.compile(r"^[A-Za-z_-]+(/[^\s]+)?(\s|$)")
+DEFAULT_BACK_QUEUES = 10_000
+"""Default cap on hosts holding a back-queue slot (``CrawlConfig.back_queues``)."""
 
 
 def check_user_agent(user_agent: str) -> str:
@@ -77,10 +78,10 @@ class CrawlConfig:
     (``courtly.parallel``); ``concurrency`` and ``per_ip`` are shared out between them.
     A resumed crawl must keep the same number."""
     back_queues: int | None = None
-    """Hosts holding a back queue at once. Default: enough to keep every fetcher busy
-    while each host waits out its delay, ``max(3 × concurrency, concurrency × min_delay_s /
-    0.05 s)`` (a fetch is assumed to take about 50 ms), with ``concurrency`` 32 (where the
-    autoscaler starts) when it is autoscaled."""
+    """Cap on the hosts holding a back-queue slot at once (a memory bound; default
+    10,000). How many do hold one follows demand: a lease that finds too few ready hosts
+    takes more in, and a host that must wait longer than a few delays gives its slot up
+    (see docs/frontier.md)."""
     hosts_file: Path | None = None
     """An /etc/hosts-format file that overrides DNS for the names it lists."""
     allow_private_networks: bool = False
@@ -110,7 +111,8 @@ class CrawlConfig:
     committed, and a crash repeats up to 0.2 s of completed fetches."""
     lease_ttl_s: float = 120.0
     progress_interval_s: float = 2.0
-    warc_gzip_level: int = 6
+    warc_gzip_level: int = 2
+    """WARC gzip level: 0-3 ISA-L (fast; 2 is its default), 4-9 zlib (smaller, slower)."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     """Unknown TOML keys, kept so they can be reported."""
 
@@ -144,11 +146,7 @@ class CrawlConfig:
 
     def effective_back_queues(self) -> int:
         """``back_queues``, or the default described on the field."""
-        if self.back_queues is not None:
-            return self.back_queues
-        fetchers = self.concurrency if self.concurrency is not None else _AUTO_PLANNED_FETCHERS
-        busy = math.ceil(fetchers * self.min_delay_s / 0.05)
-        return max(3 * fetchers, min(busy, 100_000))
+        return self.back_queues if self.back_queues is not None else DEFAULT_BACK_QUEUES
 
     def identity(self) -> dict[str, object]:
         """The settings that shape a crawl's results, for reporting a changed configuration."""
@@ -167,11 +165,6 @@ class CrawlConfig:
         """A copy with the given fields replaced (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
 
-
-_AUTO_PLANNED_FETCHERS = 32
-"""Fetchers the default back-queue count plans for when ``concurrency`` is autoscaled: the
-autoscaler's starting count. More back queues would make every host's robots.txt come
-before the first pages; the autoscaler grows past it when that many hosts are ready."""
 
 _FIELD_NAMES = {spec.name for spec in fields(CrawlConfig)} - {"extra"}
 _ALIASES = {

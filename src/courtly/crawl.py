@@ -46,7 +46,7 @@ from courtly.fetch.config import FetchConfig
 from courtly.fetch.http_fetcher import HttpFetcher
 from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.budget import BudgetConfig
-from courtly.frontier.config import FrontierConfig, QueueConfig
+from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
 from courtly.frontier.frontier import Candidate, Frontier
 from courtly.frontier.politeness import PolitenessConfig, parse_retry_after, politeness_delay_s
 from courtly.frontier.records import (
@@ -74,6 +74,7 @@ from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
 from courtly.url import (
     DomainResolver,
+    JoinCache,
     Scope,
     TrapConfig,
     UrlJoiner,
@@ -256,7 +257,10 @@ def build_crawler(
 def frontier_config(config: CrawlConfig) -> FrontierConfig:
     """The frontier settings implied by a crawl config."""
     return FrontierConfig(
-        queues=QueueConfig(max_back_queues=config.effective_back_queues()),
+        queues=QueueConfig(
+            max_back_queues=config.effective_back_queues(),
+            inactive_after_s=default_inactive_after_s(config.min_delay_s),
+        ),
         politeness=PolitenessConfig(
             min_delay_s=config.min_delay_s,
             delay_factor=config.delay_factor,
@@ -319,6 +323,7 @@ class Crawler:
         )
         self._robots_restored: set[tuple[str, str, int]] = set()
         self._traps = TrapConfig()
+        self._join_cache = JoinCache()  # sibling pages repeat their hrefs
         self._scope: Scope | None = None
         self._sitemaps: set[str] = set()
         self._warc: WarcWriter | None = None
@@ -827,7 +832,7 @@ class Crawler:
     def _links_of(self, lease: Lease, result: FetchResult) -> _PageFacts:
         """What a response says: its links (to queue or skipped, with why), redirect, title."""
         depth = lease.depth + 1
-        joiner = UrlJoiner(lease.url)
+        joiner = UrlJoiner(lease.url, canonical=True, cache=self._join_cache)
         urls: list[str] = []
         redirect_to: str | None = None
         title: str | None = None
@@ -947,10 +952,9 @@ class Crawler:
     def _archive(self, result: FetchResult) -> tuple[str, int, int] | None:
         if self._warc is None:
             return None
+        # write_exchange returns once the records are with the OS, so the catalogue never
+        # commits a pointer past the end of a WARC that a killed process leaves behind.
         position = self._warc.write_exchange(result)
-        # Hand the record to the OS before the catalogue can commit a pointer to it:
-        # a killed process then never leaves a catalogue row past the end of a WARC.
-        self._warc.flush()
         return (position.filename, position.offset, position.length)
 
 

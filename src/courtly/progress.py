@@ -29,8 +29,9 @@ def format_line(snapshot: CrawlSnapshot) -> str:
     return (
         f"[{snapshot.elapsed_s:7.1f}s] pages={snapshot.pages} ({snapshot.pages_per_s:.1f}/s) "
         f"robots={snapshot.robots_fetches} queued={c.queued} in_flight={snapshot.in_flight} "
-        f"hosts ready={c.hosts_ready} snoozed={c.hosts_snoozed} parked={c.hosts_parked} "
-        f"retired={c.hosts_retired} errors: {_counts_line(snapshot.errors)}"
+        f"hosts ready={c.hosts_ready} snoozed={c.hosts_snoozed} inactive={c.hosts_inactive} "
+        f"parked={c.hosts_parked} retired={c.hosts_retired} "
+        f"errors: {_counts_line(snapshot.errors)}"
     )
 
 
@@ -47,8 +48,8 @@ def format_summary(snapshot: CrawlSnapshot) -> str:
         f"  errors            {_counts_line(snapshot.errors)}",
         f"  skipped           {_counts_line(snapshot.skipped)}",
         f"  frontier          queued={c.queued} seen={c.seen} hosts: active={c.hosts_active} "
-        f"ready={c.hosts_ready} snoozed={c.hosts_snoozed} parked={c.hosts_parked} "
-        f"retired={c.hosts_retired}",
+        f"ready={c.hosts_ready} snoozed={c.hosts_snoozed} inactive={c.hosts_inactive} "
+        f"parked={c.hosts_parked} retired={c.hosts_retired}",
         f"  state directory   {snapshot.state_dir}",
         f"  catalogue         courtly export --state {snapshot.state_dir} --format jsonl",
     ]
@@ -93,7 +94,7 @@ class RichProgress:
         table.add_row(
             "hosts",
             f"active {c.hosts_active}  ready {c.hosts_ready}  snoozed {c.hosts_snoozed}  "
-            f"parked {c.hosts_parked}  retired {c.hosts_retired}",
+            f"inactive {c.hosts_inactive}  parked {c.hosts_parked}  retired {c.hosts_retired}",
         )
         table.add_row("statuses", _counts_line(snapshot.statuses))
         table.add_row("errors", _counts_line(snapshot.errors))

@@ -97,8 +97,14 @@ async def test_back_queues_are_bounded_and_every_url_comes_out(make: MakeStore) 
     entries = [url(f"h{i % 11}.test", f"p{i}", level=i % 2) for i in range(200)]
     await store.add(entries, T0, NO_BUDGET)
     counts = await store.counts(T0)
-    assert counts.hosts_active == 3
-    assert counts.queued == counts.front_queued + counts.back_queued == 200
+    assert counts.hosts_active == 0 and counts.front_queued == 200
+    assert len((await store.lease(T0, TTL_S, 8)).leases) == 3
+    counts = await store.counts(T0)
+    assert counts.hosts_active == 3 and counts.leased == 3
+    assert counts.queued + counts.leased == counts.front_queued + counts.back_queued + 3 == 200
+    await store.aclose()
+    store = make(QueueConfig(levels=2, max_back_queues=3))
+    await store.add(entries, T0, NO_BUDGET)
     served = await drain(store)
     assert len(served) == len(set(served)) == 200
     counts = await store.counts(T0)
@@ -314,20 +320,176 @@ async def test_host_state_is_fresh_then_stored(make: MakeStore) -> None:
 
 
 async def test_counts(make: MakeStore) -> None:
-    store = make(QueueConfig(levels=2, max_back_queues=2))
+    store = make(QueueConfig(levels=1, max_back_queues=2, inactive_after_s=10.0))
     await store.add([url(f"h{i}.test", f"p{j}") for i in range(3) for j in range(2)], T0, NO_BUDGET)
     counts = await store.counts(T0)
-    assert (counts.queued, counts.front_queued, counts.back_queued) == (6, 3, 3)
-    assert (counts.hosts_active, counts.hosts_ready, counts.hosts_snoozed) == (2, 2, 0)
+    assert (counts.queued, counts.front_queued, counts.back_queued) == (6, 6, 0)
+    assert (counts.hosts_active, counts.hosts_ready, counts.hosts_held) == (0, 0, 0)
     assert counts.seen == 6 and counts.leased == 0
-    first = await lease_one(store)
-    state = replace(first.host, next_allowed_at=T0 + 60, error_streak=1, requests_made=1)
+    first = await lease_one(store)  # h0 is taken in and leased at once: nothing more pops
+    assert first.url == "http://h0.test/p0"
+    counts = await store.counts(T0)
+    assert (counts.queued, counts.front_queued, counts.hosts_active, counts.leased) == (5, 5, 1, 1)
+    state = replace(first.host, next_allowed_at=T0 + 5, error_streak=1, requests_made=1)
     await store.complete(first, state, (), T0, NO_BUDGET)
     counts = await store.counts(T0)
-    assert (counts.queued, counts.leased, counts.requests_made) == (5, 0, 1)
-    assert (counts.hosts_ready, counts.hosts_snoozed, counts.hosts_parked) == (1, 1, 1)
+    assert (counts.queued, counts.leased, counts.requests_made, counts.hosts_held) == (5, 0, 1, 0)
+    # h0/p1 pops first: h0 waits 5 s (under the threshold) holding a slot; then h1 is leased
     held = await lease_one(store)
+    assert held.url == "http://h1.test/p0"
     counts = await store.counts(T0)
-    assert counts.leased == 1 and counts.queued == 4 and counts.hosts_ready == 0
-    assert await store.release(held, None, T0)
-    assert (await store.counts(T0)).queued == 5
+    assert (counts.queued, counts.front_queued, counts.back_queued) == (4, 3, 1)
+    assert (counts.hosts_active, counts.hosts_snoozed, counts.hosts_parked) == (2, 1, 1)
+    # h1 must wait 60 s: it gives up its slot and keeps its URL
+    parked = replace(held.host, next_allowed_at=T0 + 60, error_streak=1, requests_made=1)
+    assert await store.release(held, parked, T0)
+    counts = await store.counts(T0)
+    assert (counts.queued, counts.hosts_active, counts.hosts_held) == (5, 1, 2)
+    assert (counts.hosts_snoozed, counts.hosts_inactive, counts.hosts_parked) == (1, 1, 2)
+    assert counts.hosts_ready == counts.hosts_inactive_due == 0
+    # the free slot goes to a new host: h1/p1 joins h1's back queue, h2 is leased
+    assert (await lease_one(store)).url == "http://h2.test/p0"
+    counts = await store.counts(T0)
+    assert (counts.front_queued, counts.back_queued, counts.hosts_active) == (1, 3, 2)
+    assert (await store.counts(T0 + 60)).hosts_inactive_due == 1
+
+
+# -- waiting hosts, demand, routing -----------------------------------------------------------
+
+
+async def test_a_far_waiting_host_gives_up_its_slot_and_comes_back_when_due(
+    make: MakeStore,
+) -> None:
+    store = make(QueueConfig(levels=1, max_back_queues=1, inactive_after_s=10.0))
+    await store.add([url("park.test", "1")], T0, NO_BUDGET)
+    await store.add([url(f"o{i}.test", "x") for i in range(3)], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    assert lease.host_key == "park.test"
+    await store.add([url("park.test", "2")], T0, NO_BUDGET)  # held: straight to its queue
+    # parked for 60 s: the one slot goes free, park.test/2 stays queued with its host
+    parked = replace(lease.host, next_allowed_at=T0 + 60, error_streak=1, requests_made=1)
+    await store.complete(lease, parked, (), T0, NO_BUDGET)
+    counts = await store.counts(T0)
+    assert (counts.hosts_active, counts.hosts_inactive, counts.back_queued) == (0, 1, 1)
+    others: list[str] = []
+    for at in (T0, T0 + 1, T0 + 2):
+        other = await lease_one(store, at)
+        others.append(other.host_key)
+        await done(store, other, at)
+    assert others == ["o0.test", "o1.test", "o2.test"]
+    batch = await store.lease(T0 + 3, TTL_S, 4)
+    assert batch.leases == () and batch.next_ready_at == T0 + 60
+    back = await lease_one(store, T0 + 60)
+    assert back.url == "http://park.test/2" and back.host == parked
+
+
+async def a_test_waits_until(store: FrontierStore, at: float) -> None:
+    """Queue a.test/1 and b.test/1; lease a.test/1, queue a.test/2 (straight to a.test's
+    back queue), and complete a.test/1 at T0 with a.test next allowed at ``at``."""
+    await store.add([url("a.test", "1"), url("b.test", "1")], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    assert lease.host_key == "a.test"
+    await store.add([url("a.test", "2")], T0, NO_BUDGET)
+    await store.complete(lease, replace(lease.host, next_allowed_at=at), (), T0, NO_BUDGET)
+
+
+async def test_a_short_wait_keeps_the_slot(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=1, max_back_queues=1, inactive_after_s=10.0))
+    await a_test_waits_until(store, T0 + 5)
+    counts = await store.counts(T0)
+    assert (counts.hosts_active, counts.hosts_snoozed, counts.hosts_inactive) == (1, 1, 0)
+    # the slot is held: b.test is not taken in, and the wait is a.test's
+    batch = await store.lease(T0, TTL_S, 4)
+    assert batch.leases == () and batch.next_ready_at == T0 + 5
+
+
+async def test_inactive_hosts_wait_for_a_free_slot(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=1, max_back_queues=1, inactive_after_s=1.0))
+    await a_test_waits_until(store, T0 + 5)
+    second = await lease_one(store)  # a.test is inactive until T0 + 5: b.test takes the slot
+    assert second.host_key == "b.test"
+    await store.add([url("b.test", "2")], T0, NO_BUDGET)
+    counts = await store.counts(T0 + 5)
+    assert counts.hosts_inactive_due == 1 and counts.hosts_active == 1
+    # a.test is due but b.test holds the only slot: no wake time until b.test is done
+    batch = await store.lease(T0 + 5, TTL_S, 4)
+    assert batch.leases == () and batch.next_ready_at is None
+    # b.test now waits 1 s from T0 + 5: under the threshold, it keeps the slot
+    state = replace(second.host, next_allowed_at=T0 + 6)
+    await store.complete(second, state, (), T0 + 5, NO_BUDGET)
+    batch = await store.lease(T0 + 5, TTL_S, 4)
+    assert batch.leases == () and batch.next_ready_at == T0 + 6
+    last = await lease_one(store, T0 + 6)
+    assert last.url == "http://b.test/2"
+    assert (await store.lease(T0 + 6, TTL_S, 4)).leases == ()  # b.test holds the slot, leased
+    await done(store, last, T0 + 6)
+    # b.test's queue is empty now: its slot goes to a.test, due since T0 + 5
+    assert (await lease_one(store, T0 + 6)).url == "http://a.test/2"
+
+
+async def test_hosts_are_taken_in_on_demand(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=1, max_back_queues=100))
+    await store.add([url(f"h{i}.test", "x") for i in range(50)], T0, NO_BUDGET)
+    assert (await store.counts(T0)).hosts_held == 0
+    assert len((await store.lease(T0, TTL_S, 4)).leases) == 4
+    counts = await store.counts(T0)
+    assert (counts.hosts_active, counts.hosts_held, counts.front_queued) == (4, 4, 46)
+    assert len((await store.lease(T0, TTL_S, 30)).leases) == 30
+    assert (await store.counts(T0)).hosts_active == 34
+
+
+async def test_a_lease_scans_a_bounded_part_of_the_front_tier(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=1, max_back_queues=100, activation_scan=8))
+    # every host is parked: each pop takes a host in, and it turns inactive at once
+    await store.add([url(f"p{i}.test", "x") for i in range(20)], T0, NO_BUDGET)
+    for _ in range(20):
+        lease = await lease_one(store)
+        await store.complete(
+            lease, replace(lease.host, next_allowed_at=T0 + 600), (), T0, NO_BUDGET
+        )
+    await store.add([url(f"p{i}.test", "y") for i in range(20)], T0, NO_BUDGET)
+    await store.add([url("ready.test", "x")], T0, NO_BUDGET)
+    batch = await store.lease(T0, TTL_S, 1)
+    # eight pops did not reach ready.test: the lease says "again, now"
+    assert batch.leases == () and batch.next_ready_at == T0
+    assert (await store.counts(T0)).front_queued == 21 - 8
+    assert (await store.lease(T0, TTL_S, 1)).leases == ()
+    assert (await lease_one(store)).host_key == "ready.test"
+
+
+async def test_urls_of_a_held_host_go_straight_to_its_back_queue(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=2, max_back_queues=10))
+    await store.add([url("a.test", "1")], T0, NO_BUDGET)
+    await store.add([url(f"o{i}.test", "x", level=0) for i in range(30)], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    assert lease.host_key == "a.test"
+    found = [url("a.test", "2", level=1), url("a.test", "3", level=0)]
+    assert await store.complete(lease, lease.host, found, T0, NO_BUDGET) == [AddStatus.QUEUED] * 2
+    counts = await store.counts(T0)
+    assert (counts.front_queued, counts.back_queued) == (30, 2)
+    # ... and a parked host's too
+    again = await lease_one(store)
+    parked = replace(again.host, next_allowed_at=T0 + 600, error_streak=1)
+    await store.complete(again, parked, [url("a.test", "4")], T0, NO_BUDGET)
+    counts = await store.counts(T0)
+    assert (counts.front_queued, counts.back_queued, counts.hosts_inactive) == (30, 2, 1)
+    served = await drain(store, T0 + 600)
+    assert [u for u in served if "a.test" in u] == ["http://a.test/3", "http://a.test/4"]
+
+
+async def test_retired_hosts_urls_are_catalogued_with_the_reason(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=1, max_back_queues=4))
+    await store.add([url("dead.test", str(i), depth=i) for i in range(3)], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    await store.add([url("dead.test", "3", depth=1)], T0, NO_BUDGET)  # straight to its queue
+    found = [url("dead.test", "4", depth=1)]
+    retired = replace(lease.host, retired="dead", requests_made=1)
+    assert await store.complete(lease, retired, found, T0, NO_BUDGET) == [AddStatus.HOST_RETIRED]
+    assert await drain(store) == []
+    skipped = {e.url: (e.skip_reason, e.depth) async for e in store.catalogue()}
+    assert skipped == {
+        f"http://dead.test/{i}": ("host_retired:dead", depth)
+        for i, depth in ((1, 1), (2, 2), (3, 1))
+    }
+    counts = await store.counts(T0)
+    assert (counts.queued, counts.hosts_retired, counts.hosts_held) == (0, 1, 0)

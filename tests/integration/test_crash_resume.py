@@ -1,9 +1,10 @@
 """``kill -9`` at random moments, resume with the same command: nothing lost, still polite.
 
 A real ``python -m courtly crawl ... --state DIR`` process crawls a sandbox web
-and is killed with SIGKILL at seeded random moments (0.3-2 s after each start,
-start-up included), at least :data:`KILLS` times, then resumed with the same
-command until it ends by itself with an empty frontier. An uninterrupted crawl
+and is killed with SIGKILL at seeded random moments (every other run 0.3-2 s after
+its start, start-up included; the others 0-1 s after their first request, so that
+kills land mid-crawl however slow start-up is), at least :data:`KILLS` times, then
+resumed with the same command until it ends by itself with an empty frontier. An uninterrupted crawl
 of an identical fresh sandbox is the reference. Then, from the server's logs:
 
 * the set of URLs fetched is the reference's set: nothing lost;
@@ -62,6 +63,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow]
 SEED = 20_240_611
 KILLS = 10
 KILL_AFTER_S = (0.3, 2.0)
+KILL_WHILE_FETCHING_S = (0.0, 1.0)
+"""Every other run is killed this long after its first request (see the module doc)."""
 MIN_DELAY_S = 0.02
 CONCURRENCY = 8
 REPEAT_WINDOW_S = 0.3
@@ -262,6 +265,14 @@ def _exposed(truth: SandboxTruth, records: list[RequestRecord], kill_at: float) 
     )
 
 
+def _until_requests(web: LiveWeb, count: int, proc: subprocess.Popen[bytes]) -> None:
+    """Wait until the sandbox has logged ``count`` requests in all (or the crawl ended)."""
+    deadline = time.monotonic() + RUN_TIMEOUT_S
+    while web.server.requests_logged < count and proc.poll() is None:
+        assert time.monotonic() < deadline, f"no request within {RUN_TIMEOUT_S} s"
+        time.sleep(0.01)
+
+
 def test_kill_9_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     rng = random.Random(SEED)
     began = time.monotonic()
@@ -290,9 +301,16 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     try:
         while len(kills_at) < KILLS:
             runs += 1
+            logged_before = web.server.requests_logged
             proc = _start(command, log)
+            kill_after_s = KILL_AFTER_S
+            if runs % 2 == 0:
+                # Every other kill lands while the crawl is fetching: on a loaded machine
+                # start-up alone can outlast KILL_AFTER_S, and only start-up would be killed.
+                _until_requests(web, logged_before + 1, proc)
+                kill_after_s = KILL_WHILE_FETCHING_S
             try:
-                rc = proc.wait(timeout=rng.uniform(*KILL_AFTER_S))
+                rc = proc.wait(timeout=rng.uniform(*kill_after_s))
             except subprocess.TimeoutExpired:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
@@ -304,7 +322,7 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path: Path) -> None:
                 )
             warcs = sorted((state / "warc").glob("*.warc.gz"))
             torn_tails += bool(warcs) and not _readable(warcs[-1])
-            if len(kills_at) == KILLS // 2 and warcs:
+            if len(kills_at) >= KILLS // 2 and warcs and not torn_on_purpose:
                 # The records are flushed one by one, so kill -9 seldom tears one: tear one
                 # the way a power cut would, and let the resume cut it.
                 _tear(warcs[-1])

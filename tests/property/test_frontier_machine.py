@@ -10,7 +10,17 @@ Checked after every step:
   expired) or recognised as seen; a final drain leases every queued URL;
 * FIFO within a host and level;
 * an expired lease returns its URL to the head of its queue and its late
-  completion is fenced.
+  completion is fenced;
+* a host whose next allowed time is more than ``inactive_after_s`` away holds
+  no back-queue slot, and at most ``max_back_queues`` hosts hold one;
+* a lease that hands out fewer hosts than asked for leaves no ready host
+  behind: with a slot free, every host with URLs waiting must still wait out
+  its delay (whether its URLs are in a back queue, inactive, or in the front
+  tier), and ``next_ready_at`` names a time when one will be ready;
+* a retired host's queued URLs are dropped and catalogued as such, never leased.
+
+The machine runs for each store, with a cap of back-queue slots below and above
+the number of hosts.
 """
 
 from __future__ import annotations
@@ -28,6 +38,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from courtly.clock import FakeClock
+from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import FrontierConfig, QueueConfig
 from courtly.frontier.frontier import Frontier
 from courtly.frontier.politeness import PolitenessConfig
@@ -36,33 +47,38 @@ from tests.stores import STORE_FACTORIES
 
 T = TypeVar("T")
 TTL_S = 30.0
+INACTIVE_AFTER_S = 5.0
+MAX_REQUESTS_PER_HOST = 3
 HOSTS = [f"h{i}.test" for i in range(5)]
 
 
 class FrontierMachine(RuleBasedStateMachine):
     store_name = "memory"
+    slots = 3
 
     def __init__(self) -> None:
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.dir = Path(tempfile.mkdtemp(prefix="courtly-prop-"))
         self.clock = FakeClock()
-        queues = QueueConfig(levels=3, max_back_queues=3, max_skips=4)
-        store = STORE_FACTORIES[self.store_name](self.dir, queues, random.Random(0))
+        queues = QueueConfig(
+            levels=3, max_back_queues=self.slots, max_skips=4, inactive_after_s=INACTIVE_AFTER_S
+        )
+        self.store = STORE_FACTORIES[self.store_name](self.dir, queues, random.Random(0))
         config = FrontierConfig(
             queues=queues,
             politeness=PolitenessConfig(min_delay_s=1.0, delay_factor=2.0, max_delay_s=10.0),
+            budget=BudgetConfig(max_requests_per_host=MAX_REQUESTS_PER_HOST),
             lease_ttl_s=TTL_S,
         )
-        self.frontier = Frontier(store, config, clock=self.clock, host_key=_host)
+        self.frontier = Frontier(self.store, config, clock=self.clock, host_key=_host)
         self.seq = 0
         self.added: dict[str, tuple[str, int, int]] = {}  # url -> (host, level, seq)
         self.done: set[str] = set()
         self.live: dict[str, Lease] = {}  # host -> lease we hold
         self.expired: list[Lease] = []
         self.next_at: dict[str, float] = {}
-        self.retired: set[str] = set()  # hosts retired (blocked, dead, failing)
-        self.dropped: set[str] = set()  # their URLs, never to be leased
+        self.retired: set[str] = set()
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -75,10 +91,44 @@ class FrontierMachine(RuleBasedStateMachine):
     # -- model helpers --------------------------------------------------------
 
     def pending(self) -> set[str]:
+        """Added URLs still to be leased (neither done, nor held, nor dropped with a host)."""
         held = {lease.url for lease in self.live.values()}
         return {
-            u for u in self.added if u not in self.done and u not in held and u not in self.dropped
+            u
+            for u in self.added
+            if u not in self.done and u not in held and self.added[u][0] not in self.retired
         }
+
+    def dropped(self) -> dict[str, str | None]:
+        """URLs the store catalogued as dropped with their retired host: url -> skip reason."""
+        if not self.retired:
+            return {}  # nothing can have been dropped (checked when a host is retired)
+
+        async def read() -> dict[str, str | None]:
+            return {
+                e.url: e.skip_reason
+                async for e in self.store.catalogue()
+                if (e.skip_reason or "").startswith("host_retired:")
+            }
+
+        return self.run(read())
+
+    def check_short_batch(self, asked: int, got: int, next_ready_at: float | None) -> None:
+        """Fewer leases than asked: no host is left ready, and the wait named is right."""
+        if got >= asked:
+            return
+        now = self.clock.now()
+        counts = self.run(self.frontier.counts())
+        assert counts.hosts_ready == 0, "a ready host was left unleased"
+        if counts.hosts_active >= self.slots:
+            return  # every slot is taken: a waiting host may be due, it waits for a slot
+        waiting = {self.added[u][0] for u in self.pending()} - set(self.live)
+        due = [h for h in waiting if self.next_at.get(h, 0.0) <= now]
+        assert not due, f"hosts {due} were ready with a slot free but not leased"
+        if waiting:
+            assert next_ready_at is not None, "hosts are waiting but no wake time was given"
+            assert next_ready_at > now
+            assert next_ready_at <= min(self.next_at.get(h, 0.0) for h in waiting)
 
     def check_lease(self, lease: Lease) -> None:
         now = self.clock.now()
@@ -86,7 +136,6 @@ class FrontierMachine(RuleBasedStateMachine):
         assert holder is None, f"two live leases on {lease.host_key}"
         assert now >= self.next_at.get(lease.host_key, 0.0), "leased before next allowed time"
         assert lease.url in self.added and lease.url not in self.done, "leased twice"
-        assert lease.url not in self.dropped, "a URL of a retired host was leased"
         host, level, seq = self.added[lease.url]
         assert host == lease.host_key
         earlier = [
@@ -132,23 +181,30 @@ class FrontierMachine(RuleBasedStateMachine):
             self.check_lease(lease)
         if batch.next_ready_at is not None and not batch.leases:
             assert batch.next_ready_at > self.clock.now()
+        self.check_short_batch(n, len(batch.leases), batch.next_ready_at)
 
     @precondition(lambda self: bool(self.live))
-    @rule(data=st.data(), kind=st.sampled_from(list(OutcomeKind)), took=st.floats(0, 5))
-    def complete(self, data: st.DataObject, kind: OutcomeKind, took: float) -> None:
+    @rule(
+        data=st.data(),
+        kind=st.sampled_from(list(OutcomeKind)),
+        took=st.floats(0, 5),
+        retry_after=st.none() | st.floats(0, 120),
+    )
+    def complete(
+        self, data: st.DataObject, kind: OutcomeKind, took: float, retry_after: float | None
+    ) -> None:
         host = data.draw(st.sampled_from(sorted(self.live)))
         lease = self.live.pop(host)
         start = self.clock.now()
         self.clock.advance(took)
-        outcome = Outcome(kind, start, self.clock.now(), retry_after_s=None)
+        outcome = Outcome(kind, start, self.clock.now(), retry_after_s=retry_after)
         expected = self.frontier.next_host_state(lease, outcome)
         result = self.run(self.frontier.complete(lease, outcome))
         assert result is not None, "an unreclaimed lease must complete"
         self.done.add(lease.url)
         self.next_at[host] = expected.next_allowed_at
-        if expected.retired is not None:  # its queued URLs are dropped
+        if expected.retired is not None:
             self.retired.add(host)
-            self.dropped |= {u for u in self.pending() if self.added[u][0] == host}
 
     @precondition(lambda self: bool(self.live))
     @rule(data=st.data())
@@ -198,6 +254,8 @@ class FrontierMachine(RuleBasedStateMachine):
             self.reap_model()
             for lease in batch.leases:
                 self.check_lease(lease)
+            self.check_short_batch(8, len(batch.leases), batch.next_ready_at)
+            for lease in batch.leases:
                 out = Outcome.no_request(self.clock.now())
                 assert (
                     self.run(self.frontier.complete(self.live.pop(lease.host_key), out)) is not None
@@ -211,14 +269,32 @@ class FrontierMachine(RuleBasedStateMachine):
         assert self.pending() == set(), "URLs left behind after a drain"
         counts = self.run(self.frontier.counts())
         assert counts.queued == 0 and counts.leased == 0
+        assert counts.hosts_active == counts.hosts_held == counts.hosts_inactive == 0
+        # every URL of a retired host not fetched before is in the catalogue as dropped
+        lost = {u for u, (h, _, _) in self.added.items() if h in self.retired} - self.done
+        assert set(self.dropped()) == lost
 
     @invariant()
     def counts_match(self) -> None:
         counts = self.run(self.frontier.counts())
         assert counts.leased == len(self.live)
-        # A retired host's URLs leave the count when the front tier is next drawn from.
-        left = len(self.added) - len(self.done)
-        assert left - len(self.dropped) <= counts.queued + counts.leased <= left
+        dropped = self.dropped()
+        assert all(self.added[u][0] in self.retired for u in dropped)
+        assert not set(dropped) & self.done, "a URL was both fetched and dropped"
+        assert set(dropped) <= {u for u, v in self.added.items() if v[0] in self.retired}
+        assert all(reason == "host_retired:budget" for reason in dropped.values())
+        assert counts.queued + counts.leased == len(self.added) - len(self.done) - len(dropped)
+
+    @invariant()
+    def far_hosts_hold_no_slot(self) -> None:
+        counts = self.run(self.frontier.counts())
+        assert counts.hosts_active <= self.slots
+        assert counts.hosts_active + counts.hosts_inactive == counts.hosts_held
+        now = self.clock.now()
+        waiting = {self.added[u][0] for u in self.pending()} - set(self.live)
+        near = [h for h in waiting if now < self.next_at.get(h, 0.0) <= now + INACTIVE_AFTER_S]
+        # a snoozed host (holding a slot, not ready) waits less than the threshold
+        assert counts.hosts_snoozed <= len(near), (counts, near)
 
 
 def _host(url: str) -> str:
@@ -226,7 +302,7 @@ def _host(url: str) -> str:
 
 
 FrontierMachine.TestCase.settings = settings(
-    max_examples=60,
+    max_examples=40,
     stateful_step_count=40,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
@@ -236,8 +312,10 @@ FrontierMachine.TestCase.settings = settings(
 def _machines() -> dict[str, type[FrontierMachine]]:
     out: dict[str, type[FrontierMachine]] = {}
     for name in STORE_FACTORIES:
-        cls = type(f"FrontierMachine_{name}", (FrontierMachine,), {"store_name": name})
-        out[name] = cls
+        for slots in (3, 8):
+            key = f"{name}_{slots}_slots"
+            attrs = {"store_name": name, "slots": slots}
+            out[key] = type(f"FrontierMachine_{key}", (FrontierMachine,), attrs)
     return out
 
 

@@ -8,7 +8,13 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.front import default_level_weights
 from courtly.frontier.politeness import PolitenessConfig
 
-__all__ = ["FrontierConfig", "QueueConfig"]
+__all__ = ["FrontierConfig", "QueueConfig", "default_inactive_after_s"]
+
+
+def default_inactive_after_s(min_delay_s: float) -> float:
+    """The default :attr:`QueueConfig.inactive_after_s` for a crawl's minimum delay:
+    ``max(5 s, 4 × min_delay_s)``, a few ordinary gaps."""
+    return max(5.0, 4.0 * min_delay_s)
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,14 +23,25 @@ class QueueConfig:
 
     ``levels`` front queues (0 = most urgent) drawn with ``level_weights``
     (default: each level twice as likely as the next) and ageing after
-    ``max_skips`` passes; at most ``max_back_queues`` hosts hold a back queue at
-    a time (Mercator's rule of thumb: about three per fetcher).
+    ``max_skips`` passes.
+
+    How many hosts are *active* (hold a back-queue slot and sit in the ready
+    heap) follows demand: a lease that finds fewer ready hosts than it was asked
+    for takes more in (see :mod:`courtly.store.scheduler`). The fields bound it:
     """
 
     levels: int = 4
     level_weights: tuple[float, ...] | None = None
     max_skips: int = 32
-    max_back_queues: int = 48
+    max_back_queues: int = 10_000
+    """Hard cap on active hosts (memory: the ready heap and, in SQLite, pinned host rows)."""
+    inactive_after_s: float = 5.0
+    """A host whose next allowed time is more than this many seconds away when its lease
+    ends gives up its slot (it turns inactive, keeping its URLs and state) until it is
+    due. :func:`default_inactive_after_s` gives ``max(5 s, 4 × min delay)``."""
+    activation_scan: int = 256
+    """Front-tier URLs one lease may pop to take in hosts (at least 4 per lease asked
+    for), so that no lease scans the whole front tier."""
 
     def __post_init__(self) -> None:
         if self.levels < 1:
@@ -35,6 +52,10 @@ class QueueConfig:
             raise ValueError("max_back_queues must be >= 1")
         if self.max_skips < 1:
             raise ValueError("max_skips must be >= 1")
+        if not self.inactive_after_s >= 0:
+            raise ValueError("inactive_after_s must be >= 0")
+        if self.activation_scan < 1:
+            raise ValueError("activation_scan must be >= 1")
 
     @property
     def weights(self) -> tuple[float, ...]:
@@ -42,7 +63,7 @@ class QueueConfig:
 
     @classmethod
     def for_fetchers(cls, fetchers: int, *, per_fetcher: int = 3, levels: int = 4) -> QueueConfig:
-        """Back queues sized at ``per_fetcher`` × fetchers, so some host is nearly always ready."""
+        """A cap of ``per_fetcher`` × fetchers active hosts (a small, fixed frontier)."""
         return cls(levels=levels, max_back_queues=max(1, per_fetcher * fetchers))
 
 

@@ -179,15 +179,23 @@ class FrontierCounts:
     front_queued: int
     back_queued: int
     hosts_active: int
-    """Hosts holding a back queue."""
+    """Hosts holding a back-queue slot: ready, snoozed or leased."""
     hosts_ready: int
-    """Hosts in the ready heap whose next allowed time has come."""
+    """Active hosts whose next allowed time has come (not leased)."""
     hosts_snoozed: int
-    """Hosts in the ready heap still waiting out a delay."""
+    """Active hosts waiting out a short delay (they keep their slot)."""
     hosts_parked: int
-    """Snoozed hosts whose wait comes from failures (back-off or parking)."""
+    """Waiting hosts, snoozed or inactive, whose wait comes from failures (back-off, parking)."""
     hosts_retired: int
     leased: int
     seen: int
     requests_made: int
     """Requests made in the whole crawl (sum over hosts)."""
+    hosts_inactive: int = 0
+    """Hosts with queued URLs in a back queue but no slot: their next allowed time was
+    too far away (parked, back-off, Retry-After, robots.txt retry, long Crawl-delay)."""
+    hosts_inactive_due: int = 0
+    """Inactive hosts already due: the next lease gives them a slot if one is free (a
+    count that stays up means the ``max_back_queues`` cap is reached)."""
+    hosts_held: int = 0
+    """Hosts with a back queue: active plus inactive."""

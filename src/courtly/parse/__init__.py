@@ -1,9 +1,14 @@
-"""Parsing fetched content: links and page-level robots directives, sitemaps, fingerprints."""
+"""Parsing fetched content: links and page-level robots directives, sitemaps, fingerprints.
+
+The fingerprint functions (``content_hash``, ``hamming``, ``simhash64``) are loaded on first
+use: they need numpy, which a crawl that never asks for a SimHash should not pay to import.
+"""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from courtly.parse.content_type import charset_of, is_html, media_type_of
-from courtly.parse.fingerprint import content_hash, hamming, simhash64
 from courtly.parse.links import (
     DEFAULT_MAX_LINKS,
     DEFAULT_ROBOTS_TOKEN,
@@ -25,6 +30,9 @@ from courtly.parse.sitemaps import (
     SitemapUrl,
     parse_sitemap,
 )
+
+if TYPE_CHECKING:
+    from courtly.parse.fingerprint import content_hash, hamming, simhash64
 
 __all__ = [
     "DEFAULT_MAX_LINKS",
@@ -49,3 +57,13 @@ __all__ = [
     "parse_x_robots_tag",
     "simhash64",
 ]
+
+_LAZY = frozenset({"content_hash", "hamming", "simhash64"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        from courtly.parse import fingerprint
+
+        return getattr(fingerprint, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 import ada_url
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 from yarl import URL
 
 from courtly.parse.content_type import charset_of, is_html, media_type_of
@@ -55,9 +55,10 @@ _RAW_PER_LINK = 8
 
 # <link rel=...> values worth following; a stylesheet is never a page link.
 _LINK_RELS = frozenset({"canonical", "alternate", "next", "prev", "previous"})
+# One pass over the tree finds every element read here (the title included).
 _SELECTOR = (
     "a[href], area[href], link[href], base[href], iframe[src], frame[src], meta[name], "
-    "meta[http-equiv]"
+    "meta[http-equiv], title"
 )
 _STRIP_FOR_TEXT = ["script", "style", "noscript", "template"]
 _BOMS = (b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff")
@@ -205,8 +206,7 @@ def _make_parser(body: bytes, encoding: str | None) -> LexborHTMLParser:
     return LexborHTMLParser(body, encoding=True)
 
 
-def _title_of(tree: LexborHTMLParser) -> str | None:
-    node = tree.css_first("title")
+def _title_of(node: LexborNode | None) -> str | None:
     if node is None:
         return None
     title = " ".join(node.text(deep=True).split())
@@ -256,6 +256,7 @@ def extract_links(
     directives = header
 
     base_href: str | None = None
+    title_node: LexborNode | None = None
     raw: list[tuple[LinkKind, str, str]] = []  # (kind, href, rel tokens) in document order
     raw_cap = max(0, max_links) * _RAW_PER_LINK
     for node in tree.css(_SELECTOR):
@@ -287,6 +288,11 @@ def extract_links(
                     raw.append(("refresh", target, ""))
         elif tag == "base" and base_href is None:
             base_href = attrs.get("href")
+        elif tag == "title" and title_node is None:
+            title_node = node
+
+    if title_node is None and len(raw) >= raw_cap:  # the pass stopped early
+        title_node = tree.css_first("title")
 
     effective_base = base_url
     page_joiner = _DefaultJoiner(base_url)
@@ -305,7 +311,7 @@ def extract_links(
         canonical=canonical,
         noindex=directives.noindex,
         nofollow=directives.nofollow,
-        title=_title_of(tree),
+        title=_title_of(title_node),
         truncated=truncated,
         text=_visible_text(tree) if want_text else None,
     )

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import re
+
 from yarl import URL
 
 from courtly.errors import InvalidURL
+from courtly.url.host import canonical_authority
 
 __all__ = ["Authority", "authority_of", "robots_url_for"]
 
@@ -12,13 +15,26 @@ Authority = tuple[str, str, int]
 """``(scheme, host, port)``: scheme and host lower-case (host in ASCII/IDNA form), port explicit."""
 
 _SCHEMES = frozenset({"http", "https"})
+_PLAIN_HOST = re.compile(r"[a-z0-9_-]+(?:\.[a-z0-9_-]+)*").fullmatch
 
 
 def authority_of(url: str) -> Authority:
     """The ``(scheme, host, port)`` of an http(s) URL; raises :class:`InvalidURL` otherwise.
 
     The default port is filled in, so ``http://a/`` and ``http://a:80/`` share one robots.txt.
+    A canonical URL with a plain ASCII host name (the crawl's) is read by slicing; anything
+    else is parsed by yarl.
     """
+    authority = canonical_authority(url)
+    if authority is not None:
+        host, _, port_text = authority.partition(":")
+        port = int(port_text) if port_text else (80 if url[4] == ":" else 443)
+        if port <= 65_535 and _PLAIN_HOST(host) is not None:
+            return ("http" if url[4] == ":" else "https"), host, port
+    return _authority_by_yarl(url)
+
+
+def _authority_by_yarl(url: str) -> Authority:
     try:
         parsed = URL(url)
         scheme = parsed.scheme.lower()

@@ -1,15 +1,49 @@
-"""The store seam: where the two tiers live.
+"""The store seam: where the two tiers live, and the contract every backend keeps.
 
 A :class:`FrontierStore` holds the front queues, the back queues with their host
-table, the ready heap, the leases, per-host politeness state and the seen-set,
-and performs each frontier step *atomically*: an ``add`` dedups and enqueues;
-a ``lease`` reclaims expired leases and hands out the heads of ready hosts; a
-``complete`` checks the fencing token, stores the host's new state, enqueues the
-discovered links and puts the host back in the ready heap, all at once. Policy
-(what delay, what level, which budget) is decided by the caller with pure
-functions and passed in as plain values, so every backend keeps the same
-semantics: :class:`~courtly.store.memory.MemoryStore` is the reference, and the
-contract suite in ``tests/contract`` runs against every backend.
+table, the ready and wake heaps, the leases, per-host politeness state and the
+seen-set. The state machine over them is written once,
+:class:`~courtly.store.scheduler.Scheduler`; a backend keeps its rows
+(:class:`~courtly.store.scheduler.QueueRows`) and its commits. Policy (what
+delay, what level, which budget) is decided by the caller with pure functions
+and passed in as plain values. The contract suite in ``tests/contract`` and the
+property machine in ``tests/property`` run against every backend.
+
+**Steps.** Each method is one *step*: ``add`` dedups, budgets and routes; a
+``lease`` reclaims expired leases, wakes due inactive hosts, takes hosts in from
+the front tier on demand and hands out the heads of ready hosts; a ``complete``
+checks the fencing token, stores the host's new state, removes the leased URL,
+enqueues and catalogues the discovered links, writes the records and puts the
+host back (ready heap, or wake heap if it must wait more than
+``QueueConfig.inactive_after_s``), all at once. No other step sees a step half
+done.
+
+**Whose clock.** Only the caller's: every time a store compares (next allowed
+times, lease expiry) is the ``now_at`` passed in, seconds on the crawl's
+injected clock. A store never reads a clock of its own for scheduling (a store
+shared between processes, such as Redis, must give all callers one clock and
+say so).
+
+**Commits.** A persistent store makes steps durable in commits. A commit holds
+a *prefix* of the steps made, whole steps only: after a crash the state is the
+one after some step ``k``, never a part of step ``k + 1``. ``flush`` (and
+``aclose``) commit everything made so far. Steps after the last commit may be
+lost, whole; that is all a crash may lose.
+
+**What a crash keeps.** Everything committed: queued URLs (front and back, in
+order), host states, the seen-set, the catalogue, blobs, counters. Leases are
+not kept: a leased URL is at the head of its back queue again when the store
+reopens, so a request in flight at the crash is made again (and a host fetched
+in the lost window may have lost its new next allowed time: hence
+``resume_guard_s``). Which hosts held a slot is not kept; it is derived again
+from their next allowed times.
+
+**Fencing.** Lease tokens increase for the life of the store, across restarts.
+Only the current lease of a host can ``complete`` or ``release`` it: a lease
+that expired (its URL was returned to the head and maybe leased again), was
+ended already, or predates a restart is refused (``None``/``False``) and nothing
+of its result is written. So at most one lease per host is live, and a late
+completion can never double-count a URL or move a host's state.
 """
 
 from __future__ import annotations
@@ -30,9 +64,12 @@ __all__ = ["FrontierStore", "LeaseBatch"]
 class LeaseBatch:
     """Leases handed out, and when the next host will be ready if none (or too few) were.
 
-    ``next_ready_at`` is the next allowed time of the earliest host in the ready
-    heap, or ``None`` when the heap is empty (nothing queued, or every host with
-    queued URLs is leased): then only a completion can bring more work.
+    ``next_ready_at`` is the earliest of: the next allowed time of the first host
+    in the ready heap; while a slot is free, the wake time of the first inactive
+    host; and ``now_at`` itself when the lease stopped at its front-tier scan
+    bound with URLs left (call again at once). ``None`` when there is none of
+    these (nothing queued, or every host that could be served is leased): then
+    only a completion, release or expiry can bring more work.
     """
 
     leases: tuple[Lease, ...]
@@ -55,7 +92,9 @@ class FrontierStore(Protocol):
         """Reclaim expired leases, then lease up to ``max_leases`` hosts whose time has come.
 
         Each lease takes the head URL of its host's back queue; the host leaves
-        the ready heap until ``complete`` or ``release`` (or expiry).
+        the ready heap until ``complete`` or ``release`` (or expiry). While fewer
+        hosts are ready than asked for and a slot is free, due inactive hosts and
+        then hosts from the front tier are taken in (a bounded number of pops).
         """
         ...
 
@@ -76,7 +115,8 @@ class FrontierStore(Protocol):
 
         Returns the add statuses of ``discovered``, or ``None`` if the lease was
         fenced (expired and reclaimed, or unknown): then nothing is written.
-        A host whose new state is retired loses its queued URLs.
+        A host whose new state is retired loses its queued URLs, each catalogued
+        with ``skip_reason = "host_retired:<reason>"``.
         """
         ...
 

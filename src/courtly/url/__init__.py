@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from courtly.url.canonical import MAX_URL_LENGTH, UrlJoiner, canonicalize
+from courtly.url.canonical import MAX_URL_LENGTH, JoinCache, UrlJoiner, canonicalize
 from courtly.url.fingerprint import url_fingerprint
 from courtly.url.host import (
     DomainResolver,
     HostKeyMode,
+    canonical_authority,
     host_key,
     host_of,
     hostname_of,
@@ -20,10 +21,12 @@ __all__ = [
     "MAX_URL_LENGTH",
     "DomainResolver",
     "HostKeyMode",
+    "JoinCache",
     "Scope",
     "ScopeMode",
     "TrapConfig",
     "UrlJoiner",
+    "canonical_authority",
     "canonicalize",
     "host_key",
     "host_of",

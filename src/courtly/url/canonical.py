@@ -24,6 +24,9 @@ backslash, ``http:host``, a percent-encoded host) are parsed again with ada (WHA
 
 :class:`UrlJoiner` resolves the hrefs of one page against its base URL and canonicalises them in
 the same parse. It never raises: an href that cannot give a crawlable URL yields ``None``.
+Pages of one site repeat their hrefs (navigation, siblings): a :class:`JoinCache` shared by the
+joiners of a crawl remembers each answer under what it depends on (the href alone for an
+absolute URL, the base's origin for ``/path``, the base's directory for a relative path).
 
 Both are pure and deterministic: ``canonicalize(canonicalize(u)) == canonicalize(u)``.
 """
@@ -38,7 +41,7 @@ from yarl import URL
 
 from courtly.errors import InvalidURL
 
-__all__ = ["MAX_URL_LENGTH", "UrlJoiner", "canonicalize"]
+__all__ = ["MAX_URL_LENGTH", "JoinCache", "UrlJoiner", "canonicalize"]
 
 MAX_URL_LENGTH: Final = 2048
 """Longest URL, in characters, that :func:`canonicalize` accepts (input and output)."""
@@ -80,32 +83,89 @@ def canonicalize(url: str, *, max_length: int = MAX_URL_LENGTH) -> str:
     return canonical
 
 
+class JoinCache:
+    """Answers of :meth:`UrlJoiner.join` shared by the joiners of a crawl, ``max_entries`` at most.
+
+    A plain dict that is emptied when full (no per-hit bookkeeping). Keys are
+    ``(scope, cleaned href)`` where the scope is all the answer depends on; see
+    :meth:`UrlJoiner.join`. Only joiners with the same ``max_length`` may share one.
+    """
+
+    __slots__ = ("_answers", "max_entries", "max_length")
+
+    def __init__(self, max_entries: int = 32_768, *, max_length: int = MAX_URL_LENGTH) -> None:
+        if max_entries < 1:
+            raise ValueError("max_entries must be >= 1")
+        self.max_entries = max_entries
+        self.max_length = max_length
+        self._answers: dict[tuple[str, str], str | None] = {}
+
+    def __len__(self) -> int:
+        return len(self._answers)
+
+    def get(self, key: tuple[str, str]) -> str | bool | None:
+        """The answer stored under ``key``, or ``False`` if there is none."""
+        return self._answers.get(key, False)
+
+    def put(self, key: tuple[str, str], answer: str | None) -> None:
+        if len(self._answers) >= self.max_entries:
+            self._answers.clear()
+        self._answers[key] = answer
+
+
 class UrlJoiner:
     """Resolves hrefs found on one page against the page's base URL, parsed once.
 
     ``base_url`` is the page URL (or its ``<base href>``, already absolute); it is canonicalised
-    here, so a bad base raises :class:`courtly.errors.InvalidURL` at construction. After that,
-    :meth:`join` never raises.
+    here (unless ``canonical`` says it already is: a URL :func:`canonicalize` returned), so a bad
+    base raises :class:`courtly.errors.InvalidURL` at construction. After that, :meth:`join`
+    never raises. ``cache`` (optional) is shared with other joiners; answers are the same
+    with or without it.
     """
 
     __slots__ = (
-        "_base",
         "_base_dir",
         "_base_path",
         "_base_query",
         "_base_url",
+        "_base_yarl",
+        "_cache",
+        "_dir_url",
         "_max_length",
         "_origin",
     )
 
-    def __init__(self, base_url: str, *, max_length: int = MAX_URL_LENGTH) -> None:
-        self._base_url = canonicalize(base_url, max_length=max_length)
-        self._base = URL(self._base_url)
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        max_length: int = MAX_URL_LENGTH,
+        canonical: bool = False,
+        cache: JoinCache | None = None,
+    ) -> None:
+        if cache is not None and cache.max_length != max_length:
+            raise ValueError("a JoinCache is shared only by joiners with its max_length")
+        if not canonical or len(base_url) > max_length:
+            base_url = canonicalize(base_url, max_length=max_length)
+        self._base_url = base_url
+        self._base_yarl: URL | None = None
         self._max_length = max_length
-        path_start = self._base_url.index("/", self._base_url.index("://") + 3)
-        self._origin = self._base_url[:path_start]
-        self._base_path, _, self._base_query = self._base_url[path_start:].partition("?")
+        self._cache = cache
+        try:
+            path_start = base_url.index("/", base_url.index("://") + 3)
+        except ValueError:
+            raise InvalidURL(f"not a canonical URL: {base_url[:100]!r}") from None
+        self._origin = base_url[:path_start]
+        self._base_path, _, self._base_query = base_url[path_start:].partition("?")
         self._base_dir = self._base_path[: self._base_path.rfind("/") + 1]
+        self._dir_url = self._origin + self._base_dir
+
+    @property
+    def _base(self) -> URL:
+        """The base parsed by yarl (only ``//host`` references need it)."""
+        if self._base_yarl is None:
+            self._base_yarl = URL(self._base_url)
+        return self._base_yarl
 
     @property
     def base_url(self) -> str:
@@ -125,6 +185,7 @@ class UrlJoiner:
         if not text:
             return None
         needs_whatwg = "\\" in text
+        absolute = False
         colon = text.find(":")
         if colon >= 0:
             scheme = _SCHEME_PREFIX_RE.match(text)
@@ -132,11 +193,38 @@ class UrlJoiner:
                 if scheme.group(1).lower() not in _DEFAULT_PORTS:
                     return None
                 # "http:page" is relative to an http base for browsers; yarl reads it otherwise.
-                needs_whatwg = needs_whatwg or not text.startswith("//", scheme.end())
+                absolute = text.startswith("//", scheme.end())
+                needs_whatwg = needs_whatwg or not absolute
             elif "/" not in text[:colon]:
                 # A first path segment with a colon ("1a:b", "?x=a:b"): leave it to WHATWG
                 # rather than yarl's escaping of that colon.
                 needs_whatwg = True
+        cache = self._cache
+        if cache is None:
+            return self._join_clean(text, needs_whatwg)
+        # What the answer depends on: nothing but the href for "http://...", the origin for
+        # "/path" and "//host" (its scheme), the directory for a relative path; "?q" and
+        # backslashes (WHATWG's special cases) also depend on the base's path: not cached.
+        first = text[0]
+        if "\\" in text or first == "?":
+            return self._join_clean(text, needs_whatwg)
+        if absolute:
+            scope = ""
+        elif first == "/":
+            scope = self._origin
+        else:
+            scope = self._dir_url
+        key = (scope, text)
+        cached = cache.get(key)
+        if cached is not False:
+            assert cached is None or isinstance(cached, str)
+            return cached
+        answer = self._join_clean(text, needs_whatwg)
+        cache.put(key, answer)
+        return answer
+
+    def _join_clean(self, text: str, needs_whatwg: bool) -> str | None:
+        """:meth:`join` for a cleaned, non-empty href of an http(s) scheme (or none)."""
         canonical: str | None = None
         if not needs_whatwg:
             try:

@@ -30,6 +30,7 @@ from courtly.errors import InvalidURL
 __all__ = [
     "DomainResolver",
     "HostKeyMode",
+    "canonical_authority",
     "host_key",
     "host_of",
     "hostname_of",
@@ -45,6 +46,42 @@ _AUTHORITY_RE: Final = re.compile(
     r"([A-Za-z][A-Za-z0-9+.-]*)://(?:[^@/?#\\]*@)?(\[[^\]/?#]*\]|[^:/?#\\]*)(?::([0-9]*))?"
 )
 _IPV4_RE: Final = re.compile(r"[0-9]{1,3}(?:\.[0-9]{1,3}){3}")
+
+
+def canonical_authority(url: str) -> str | None:
+    """The authority of ``url`` when it is already spelt as a canonical URL spells it
+    (``http://`` or ``https://``, lower case, a name or IPv4 host without userinfo or trailing
+    dot, no default or empty port, a port without leading zeros, then ``/``); ``None``
+    otherwise.
+
+    This is the common case (the crawl's URLs are canonical), read without a regex.
+    """
+    if url.startswith("http://"):
+        start, default = 7, ":80"
+    elif url.startswith("https://"):
+        start, default = 8, ":443"
+    else:
+        return None
+    end = url.find("/", start)
+    if end <= start:
+        return None
+    authority = url[start:end]
+    if (
+        "@" in authority
+        or "?" in authority
+        or "#" in authority
+        or "\\" in authority
+        or authority.lower() != authority
+    ):
+        return None
+    host, colon, port = authority.partition(":")
+    if colon and (
+        not port.isdigit() or not port.isascii() or port[0] == "0" or authority.endswith(default)
+    ):
+        return None
+    if not host or host[-1] == "." or "[" in host or "]" in host:  # IPv6: the regex reads it
+        return None
+    return authority
 
 
 def _split_authority(url: str) -> tuple[str, str]:
@@ -76,6 +113,9 @@ def host_of(url: str) -> str:
     function does not re-parse it (no IDNA), it only reads the authority. Raises
     :class:`courtly.errors.InvalidURL` when there is no http(s) authority to read.
     """
+    authority = canonical_authority(url)
+    if authority is not None:
+        return authority
     host, port_suffix = _split_authority(url)
     return host + port_suffix
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import base64
 import gzip
 import io
 import random
@@ -14,6 +15,7 @@ from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from courtly.archive import WarcPosition, WarcWriter, truncate_torn_tail, warc_date
+from courtly.archive.warc import _sha1_label
 from courtly.clock import FakeClock
 from courtly.fetch.records import FetchResult
 
@@ -325,7 +327,7 @@ def test_any_torn_file_is_cut_to_a_readable_prefix(
 def test_torn_tail_scan_crosses_read_chunks(tmp_path: Path) -> None:
     writer = WarcWriter(tmp_path, clock=FakeClock(), gzip_level=1)
     positions = [
-        writer.write_exchange(make_result(i * 5, body_bytes=400_000, noise=True)) for i in range(5)
+        writer.write_exchange(make_result(i * 5, body_bytes=400_000, noise=True)) for i in range(6)
     ]
     writer.close()
     path = tmp_path / positions[0].filename
@@ -334,5 +336,53 @@ def test_torn_tail_scan_crosses_read_chunks(tmp_path: Path) -> None:
     with open(path, "r+b") as handle:
         handle.truncate(last.offset + last.length - 1)
     assert truncate_torn_tail(path) == last.length - 1
-    assert [r[0] for r in read_all(path)] == ["warcinfo"] + ["response", "request"] * 4
+    assert [r[0] for r in read_all(path)] == ["warcinfo"] + ["response", "request"] * 5
     assert truncate_torn_tail(path, start_offset=positions[2].offset) == 0
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 3, 4, 6, 9])
+def test_every_gzip_level_writes_valid_records(tmp_path: Path, level: int) -> None:
+    writer = WarcWriter(tmp_path, clock=FakeClock(), gzip_level=level)
+    results = [make_result(i, body_bytes=5_000) for i in range(5)]
+    for result in results:
+        writer.write_exchange(result)
+    writer.close()
+    records = read_all(next(tmp_path.glob("*.warc.gz")))
+    assert [r[0] for r in records] == ["warcinfo"] + ["response", "request"] * 5
+    assert all(ok for *_, ok in records)
+    for result, (_, _, block, _) in zip(results, records[1::2], strict=True):
+        assert block == (result.raw_body if result.raw_body is not None else result.body)
+
+
+@pytest.mark.parametrize("level", [-1, 10])
+def test_a_gzip_level_outside_0_to_9_is_refused(tmp_path: Path, level: int) -> None:
+    with pytest.raises(ValueError, match="gzip_level"):
+        WarcWriter(tmp_path, gzip_level=level)
+
+
+def test_records_are_on_disk_when_write_exchange_returns(
+    writer: WarcWriter, tmp_path: Path
+) -> None:
+    # No flush, no close: what another process reads now is what a kill -9 would leave.
+    for index in range(6):
+        position = writer.write_exchange(make_result(index))
+        data = (tmp_path / position.filename).read_bytes()
+        assert len(data) > position.offset + position.length  # the request member follows
+        member = data[position.offset : position.offset + position.length]
+        records = []
+        for record in ArchiveIterator(io.BytesIO(member), check_digests=True):
+            record.raw_stream.read()
+            records.append(
+                (record.rec_headers.get_header("WARC-Target-URI"), record.digest_checker)
+            )
+        ((url, digests),) = records
+        assert url == make_result(index).url
+        assert digests.passed is True
+        assert truncate_torn_tail(tmp_path / position.filename) == 0
+    writer.close()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.binary(min_size=20, max_size=20))
+def test_digest_labels_are_standard_base32(digest: bytes) -> None:
+    assert _sha1_label(digest) == b"sha1:" + base64.b32encode(digest)

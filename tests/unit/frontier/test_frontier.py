@@ -69,22 +69,28 @@ async def test_long_crawl_delay_does_not_hold_a_fetcher() -> None:
         delay = 600.0 if lease is slow else None
         await frontier.complete(lease, Outcome.from_status(200, now, now, crawl_delay_s=delay))
     counts = await frontier.counts()
-    assert counts.leased == 0 and counts.hosts_snoozed == 1
+    # 600 s is past the threshold: the host keeps its URL but gives up its slot
+    assert counts.leased == 0 and counts.hosts_snoozed == 0
+    assert (counts.hosts_inactive, counts.hosts_active, counts.back_queued) == (1, 0, 1)
     clock.advance(599.0)
-    assert (await frontier.lease(10)).leases == ()
+    batch = await frontier.lease(10)
+    assert batch.leases == () and batch.next_ready_at == clock.now() + 1.0
     clock.advance(1.0)
     assert [lease.url for lease in (await frontier.lease(10)).leases] == ["http://slow.test/2"]
+    assert (await frontier.counts()).hosts_inactive == 0
 
 
 async def test_back_queues_are_bounded_and_refilled() -> None:
     frontier, clock = make(queues=QueueConfig(levels=1, max_back_queues=2))
     await frontier.add_many([Candidate(f"http://h{i}.test/") for i in range(5)])
     counts = await frontier.counts()
-    assert counts.hosts_active == 2 and counts.front_queued == 3
+    # hosts are taken in when a lease asks for them, not when URLs arrive
+    assert counts.hosts_active == 0 and counts.front_queued == 5
     served: list[str] = []
     for _ in range(5):
         batch = await frontier.lease(5)
         assert len(batch.leases) <= 2
+        assert (await frontier.counts()).hosts_active == len(batch.leases)
         for lease in batch.leases:
             served.append(lease.host_key)
             await frontier.complete(lease, Outcome.no_request(clock.now()))
@@ -133,8 +139,13 @@ async def test_request_budget_retires_the_host_and_drops_its_queue() -> None:
     lease = (await frontier.lease()).leases[0]
     await frontier.complete(lease, Outcome.from_status(200, clock.now(), clock.now()))
     counts = await frontier.counts()
-    assert counts.hosts_retired == 1 and counts.queued == 0
+    assert counts.hosts_retired == 1 and counts.hosts_held == 0
     assert await frontier.add("http://b.test/new") is AddStatus.HOST_RETIRED
+    # its URLs still in the front tier are dropped, and catalogued, as they come out
+    assert (await frontier.lease(4)).leases == ()
+    assert (await frontier.counts()).queued == 0
+    skipped = {e.url: e.skip_reason async for e in frontier.store.catalogue() if e.skip_reason}
+    assert skipped == {f"http://b.test/{i}": "host_retired:budget" for i in (1, 2)}
 
 
 async def test_dead_host_is_parked_then_retired() -> None:

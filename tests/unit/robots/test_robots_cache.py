@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from courtly.errors import InvalidURL
 from courtly.fetch.records import FetchResult
@@ -15,6 +17,8 @@ from courtly.robots import (
     parse,
     robots_url_for,
 )
+from courtly.robots.authority import _authority_by_yarl
+from courtly.url import canonicalize
 
 A = ("https", "example.org", 443)
 UA = "courtly/0.1"
@@ -76,6 +80,44 @@ def test_authority_and_robots_url(
 def test_authority_of_rejects_non_http_urls(url: str) -> None:
     with pytest.raises(InvalidURL):
         authority_of(url)
+
+
+_urls = st.builds(
+    "{}://{}{}{}{}".format,
+    st.sampled_from(["http", "https", "HTTP", "Https", "ftp"]),
+    st.sampled_from(["", "", "user@", "u:p@"]),
+    st.one_of(
+        st.from_regex(r"[a-zA-Z0-9_-]{1,8}(\.[a-zA-Z0-9_-]{1,8}){0,3}\.?", fullmatch=True),
+        st.sampled_from(["b\u00fccher.de", "127.0.0.1", "127.000.0.1", "[::1]", "a b", "a..b", ""]),
+    ),
+    st.sampled_from(["", ":80", ":443", ":8080", ":08080", ":", ":65536", ":0"]),
+    st.sampled_from(["", "/", "/x?q#f", "?q", "#f", "/a/../b"]),
+)
+
+
+def _canonical_or_same(url: str) -> str:
+    try:
+        return canonicalize(url)
+    except InvalidURL:
+        return url
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.one_of(
+        _urls,
+        _urls.map(_canonical_or_same),
+        st.sampled_from(["http://a.b:65536/", "http://a b/", "http://a..b/", "https://-a.b:08/"]),
+    )
+)
+def test_the_canonical_shortcut_reads_the_authority_yarl_reads(url: str) -> None:
+    try:
+        expected = _authority_by_yarl(url)
+    except InvalidURL:
+        with pytest.raises(InvalidURL):
+            authority_of(url)
+        return
+    assert authority_of(url) == expected
 
 
 def test_unknown_authority_needs_a_fetch() -> None:

@@ -159,7 +159,7 @@ async def test_host_rows_are_evicted_and_reloaded(tmp_path: Path) -> None:
     first = [url(f"h{i}.test", f"p{j}") for i in range(50) for j in range(2)]
     assert set(await store.add(first, T0, budget)) == {AddStatus.QUEUED}
     await store.flush()
-    assert len(store._hosts) <= 10
+    assert len(store._rows.hosts) <= 10
     over = [url(f"h{i}.test", "p9") for i in range(50)]
     statuses = await store.add(over, T0, budget)
     # the hosts holding a back queue had their head URL moved, not dequeued: still 2 queued
@@ -190,3 +190,30 @@ async def test_closed_store_refuses_calls(tmp_path: Path) -> None:
     await store.aclose()
     with pytest.raises(StateError, match="closed"):
         await store.counts(T0)
+
+
+async def test_inactive_hosts_come_back_after_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    queues = QueueConfig(levels=3, max_back_queues=2, inactive_after_s=10.0)
+    store = SqliteStore(path, queues, rng=random.Random(3))
+    await store.add([url("park.test", "1"), url("a.test", "1")], T0, NO_BUDGET)
+    lease = (await store.lease(T0, TTL_S, 1)).leases[0]
+    assert lease.host_key == "park.test"
+    await store.add([url("park.test", "2"), url("park.test", "3")], T0, NO_BUDGET)
+    parked = replace(lease.host, next_allowed_at=T0 + 300.0, error_streak=1, requests_made=1)
+    await store.complete(lease, parked, (), T0, NO_BUDGET)
+    assert (await store.counts(T0)).hosts_inactive == 1
+    await store.aclose()
+
+    store = SqliteStore(path, queues, rng=random.Random(3))
+    counts = await store.counts(T0 + 1)
+    assert (counts.hosts_inactive, counts.back_queued, counts.front_queued) == (1, 2, 1)
+    batch = await store.lease(T0 + 1, TTL_S, 4)
+    assert [le.url for le in batch.leases] == ["http://a.test/1"]
+    assert batch.next_ready_at == T0 + 300.0
+    assert (await store.host_state("park.test")) == parked
+    held = batch.leases[0]
+    assert await store.complete(held, held.host, (), T0 + 1, NO_BUDGET) == []
+    again = (await store.lease(T0 + 300.0, TTL_S, 4)).leases
+    assert [le.url for le in again] == ["http://park.test/2"]
+    await store.aclose()

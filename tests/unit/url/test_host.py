@@ -1,6 +1,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from courtly.errors import InvalidURL
 from courtly.url import (
@@ -12,6 +14,15 @@ from courtly.url import (
     ip_host_key,
     registered_domain,
 )
+from courtly.url.host import _split_authority, canonical_authority
+from tests.unit.url.strategies import urls
+
+
+def _canonical_or_same(url: str) -> str:
+    try:
+        return canonicalize(url)
+    except InvalidURL:
+        return url
 
 
 @pytest.mark.parametrize(
@@ -100,3 +111,44 @@ def test_ip_host_key() -> None:
     assert ip_host_key("[::1]", "http://x.test:81/") == "[::1]:81"
     with pytest.raises(ValueError):
         ip_host_key("not-an-ip", "http://x.test/")
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(urls, urls.map(_canonical_or_same)))
+def test_the_canonical_spelling_shortcut_reads_the_same_host_key_as_the_full_parse(
+    url: str,
+) -> None:
+    try:
+        host, port_suffix = _split_authority(url)
+    except InvalidURL:
+        with pytest.raises(InvalidURL):
+            host_of(url)
+        return
+    assert host_of(url) == host + port_suffix
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://a:1:2/",
+        "http://[::1/",
+        "http://a.b:8080x/",
+        "http://a.b:/x",
+        "http://a.b:0080/",
+        "http://a.b.:8080/",
+        "https://a.b:443/",
+        "http://u@a.b/",
+        "http://A.b/",
+        "http://a.b:\u0663/",
+    ],
+)
+def test_odd_authorities_take_the_full_parse(url: str) -> None:
+    assert canonical_authority(url) is None
+    host, port_suffix = _split_authority(url)
+    assert host_of(url) == host + port_suffix
+
+
+def test_a_url_without_a_host_is_refused_by_both_readings() -> None:
+    assert canonical_authority("http:///x") is None
+    with pytest.raises(InvalidURL):
+        host_of("http:///x")

@@ -3,9 +3,10 @@ from __future__ import annotations
 import ada_url
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from courtly.errors import InvalidURL
-from courtly.url import MAX_URL_LENGTH, UrlJoiner, canonicalize
+from courtly.url import MAX_URL_LENGTH, JoinCache, UrlJoiner, canonicalize
 from tests.unit.url.strategies import hrefs, urls
 
 BASE = "http://Example.com/dir/page.html?x=1#top"
@@ -119,3 +120,56 @@ def test_join_gives_canonical_urls_as_browsers_resolve_them(base: str, href: str
 def test_joined_links_drop_session_ids_as_canonicalize_does(href: str, expected: str) -> None:
     joined = UrlJoiner("http://a.test/dir/page.html").join(href)
     assert joined == expected == canonicalize(ada_url.join_url("http://a.test/dir/page.html", href))
+
+
+_RELATED_BASES = [
+    "http://a.test/dir/page.html?x=1",
+    "http://a.test/dir/other.html",
+    "http://a.test/dir/",
+    "http://a.test/else/deeper/x",
+    "https://a.test/dir/page.html",
+    "http://a.test:8080/dir/page.html",
+    "http://b.test/dir/page.html?y=2",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_RELATED_BASES),
+            st.one_of(hrefs, st.sampled_from(["", "?q=1", "#top", "/", "x.html", "//c.test/p"])),
+        ),
+        max_size=25,
+    ),
+    st.integers(1, 6),
+)
+def test_a_shared_cache_never_changes_an_answer(pairs: list[tuple[str, str]], size: int) -> None:
+    cache = JoinCache(max_entries=size)
+    for base, href in pairs + pairs:  # twice: the second pass answers from the cache
+        cached = UrlJoiner(base, canonical=True, cache=cache).join(href)
+        assert cached == UrlJoiner(base).join(href), (base, href)
+    assert len(cache) <= size
+
+
+def test_sibling_pages_share_answers_through_the_cache() -> None:
+    cache = JoinCache()
+    first = UrlJoiner("http://a.test/dir/page1.html", canonical=True, cache=cache)
+    assert first.join("/x.html") == "http://a.test/x.html"
+    assert first.join("y.html") == "http://a.test/dir/y.html"
+    assert first.join("http://B.test/z") == "http://b.test/z"
+    assert first.join("?q=1") == "http://a.test/dir/page1.html?q=1"  # base-path dependent
+    assert len(cache) == 3
+    sibling = UrlJoiner("http://a.test/dir/page2.html", canonical=True, cache=cache)
+    assert sibling.join("y.html") == "http://a.test/dir/y.html"
+    assert sibling.join("?q=1") == "http://a.test/dir/page2.html?q=1"
+    assert len(cache) == 3
+    elsewhere = UrlJoiner("http://a.test/other/page.html", canonical=True, cache=cache)
+    assert elsewhere.join("y.html") == "http://a.test/other/y.html"
+    assert elsewhere.join("/x.html") == "http://a.test/x.html"
+    assert len(cache) == 4
+
+
+def test_a_cache_is_shared_only_at_its_max_length() -> None:
+    with pytest.raises(ValueError, match="max_length"):
+        UrlJoiner("http://a.test/", max_length=100, cache=JoinCache())

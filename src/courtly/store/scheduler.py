@@ -1,0 +1,455 @@
+"""The frontier's state machine, written once: every store runs it over its own rows.
+
+A store keeps rows (front queues, back queues, host rows, the seen-set, the
+catalogue) and commits them; this module decides what happens to them. It is
+the one reference for a backend written in another language (the Redis store's
+Lua scripts mirror it step by step), so it is kept plain: no I/O, no clock, no
+policy beyond the scheduling rules below.
+
+**Hosts and slots.** A host with URLs in a back queue is *held*: it has an entry
+in the host table. A held host is either
+
+* *active*: it holds one of at most ``max_back_queues`` **slots** and is in the
+  ready heap keyed by its next allowed time (*ready* once that time has come,
+  *snoozed* before), or leased (out of the heap until the lease ends); or
+* *inactive*: it holds no slot; it waits in the wake heap, keeping its queued
+  URLs and its politeness state, because its next allowed time was more than
+  ``inactive_after_s`` away when its last lease ended (parked, back-off,
+  Retry-After, robots.txt unreachable, a long Crawl-delay). Once due, it takes
+  a free slot again and re-enters the ready heap (Heritrix's snoozed versus
+  inactive queues).
+
+**Demand.** Slots are taken when a ``lease`` finds fewer ready hosts than asked
+for: due inactive hosts first, then URLs popped from the front tier (at most
+``max(activation_scan, 4 × max_leases)`` pops per call), each either joining
+its host's held back queue or making a new held host. So how many hosts are
+active follows what the fetchers ask for; ``max_back_queues`` is only a memory
+cap. A lease that stops at the scan bound with slots free and front URLs left
+reports ``next_ready_at = now_at``: call again.
+
+**Routing.** A new URL goes straight to its host's back queue when the host is
+held and none of its URLs waits in the front tier; otherwise it joins the front
+tier at its level. Either way the order of one host's URLs of one level is the
+order they were added (FIFO within a host and level); across hosts the front
+tier's level draw decides only when a host is first taken in.
+
+**Leases.** A lease reads the head URL of its host's back queue and leaves it
+there; ``complete`` removes it, ``release`` and expiry leave it at the head.
+Tokens increase; only the current lease of a host can end it (fencing).
+
+**Retirement.** A host whose new state is retired loses its queued URLs: each is
+catalogued with ``skip_reason = "host_retired:<reason>"`` (those still in the
+front tier when they are popped).
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Sequence
+from typing import Final, Protocol
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.frontier.budget import BudgetConfig, is_over_queue_budget
+from courtly.frontier.config import QueueConfig
+from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
+
+__all__ = ["HostRow", "QueueRows", "Scheduler", "retired_skip_reason"]
+
+_LEASE_SCAN_PER_LEASE: Final = 4
+"""Front pops allowed per lease asked for, beyond ``activation_scan``."""
+
+
+def retired_skip_reason(reason: str) -> str:
+    """The catalogue ``skip_reason`` of a URL dropped because its host was retired."""
+    return f"host_retired:{reason}"
+
+
+class HostRow:
+    """A host's row: politeness state, and URLs queued for it (front + back, leased included)."""
+
+    __slots__ = ("queued", "state")
+
+    def __init__(self, state: HostState, queued: int = 0) -> None:
+        self.state = state
+        self.queued = queued
+
+
+class QueueRows(Protocol):
+    """The rows a store keeps for the :class:`Scheduler`.
+
+    Every call is made inside one store step; the store makes the step's writes
+    durable together (or not at all). A back queue exists while it has a URL:
+    ``back_append`` on an empty one starts it.
+    """
+
+    def front_len(self) -> int:
+        """URLs in the front tier."""
+        ...
+
+    def front_push(self, level: int, host_key: str, depth: int, url: str) -> None:
+        """Append a URL to front level ``level`` (clamped into range)."""
+        ...
+
+    def front_pop(self) -> tuple[str, int, str] | None:
+        """``(host_key, depth, url)`` from the level the selector draws; ``None`` if empty."""
+        ...
+
+    def back_append(self, host_key: str, depth: int, url: str) -> None:
+        """Append a URL to the host's back queue."""
+        ...
+
+    def back_head(self, host_key: str) -> tuple[int, str]:
+        """``(depth, url)`` at the head of the host's back queue (left in place)."""
+        ...
+
+    def back_pop(self, host_key: str) -> None:
+        """Remove the head of the host's back queue."""
+        ...
+
+    def back_clear(self, host_key: str) -> list[tuple[int, str]]:
+        """Remove the host's whole back queue; its ``(depth, url)`` entries, head first."""
+        ...
+
+    def host(self, host_key: str) -> HostRow:
+        """The host's row (a fresh one, queued 0, if never stored); the same object until
+        the store drops it, so changes made to it are seen by later calls."""
+        ...
+
+    def host_changed(self, host_key: str) -> None:
+        """The row returned by :meth:`host` was changed: write it with the step."""
+        ...
+
+    def seen_add(self, url: str) -> bool:
+        """Mark ``url`` seen; ``False`` if it was (or may have been) seen already."""
+        ...
+
+    def record(self, entries: Sequence[CatalogueEntry]) -> None:
+        """Write catalogue entries (an entry keeps the first non-null referrer)."""
+        ...
+
+    def record_found(self, referrer: str, found: Sequence[tuple[str, int]]) -> None:
+        """Catalogue newly queued ``(url, depth)`` pairs found on ``referrer``, unless the
+        catalogue already has an entry for the URL."""
+        ...
+
+
+class _Held:
+    """A held host: URLs in its back queue (the leased head included), and whether it
+    holds a slot (a leased host always does)."""
+
+    __slots__ = ("active", "length")
+
+    def __init__(self, length: int) -> None:
+        self.length = length
+        self.active = False
+
+
+class Scheduler:
+    """The two-tier state machine over a store's :class:`QueueRows` (see the module doc).
+
+    The store calls one method per step and passes the caller's ``now_at``; the
+    scheduler never reads a clock. ``token``, ``requests_made`` and
+    ``hosts_retired`` are plain counters a persistent store saves and restores.
+    """
+
+    def __init__(self, rows: QueueRows, queues: QueueConfig) -> None:
+        self._rows = rows
+        self._max_slots = queues.max_back_queues
+        self._inactive_after_s = queues.inactive_after_s
+        self._scan = queues.activation_scan
+        self._held: dict[str, _Held] = {}
+        self._ready: list[tuple[float, int, str]] = []
+        self._wake: list[tuple[float, int, str]] = []
+        self._active = 0
+        self._seq = 0
+        self._leases: dict[str, Lease] = {}
+        self._expiry: list[tuple[float, int, str]] = []
+        self._back_size = 0
+        self._floor_at = float("-inf")
+        self.token = 0
+        self.requests_made = 0
+        self.hosts_retired = 0
+
+    # -- questions ------------------------------------------------------------
+
+    def holds(self, host_key: str) -> bool:
+        """True while the host has a back queue (active or inactive) or a lease."""
+        return host_key in self._held
+
+    # -- steps ----------------------------------------------------------------------
+
+    def add(self, entries: Sequence[QueuedUrl], budget: BudgetConfig) -> list[AddStatus]:
+        """Dedup, budget and route ``entries``; one status each."""
+        statuses: list[AddStatus] = []
+        append = statuses.append
+        rows = self._rows
+        host_row = rows.host
+        held = self._held
+        leases = self._leases
+        check_budget = budget.max_queued_per_host is not None or budget.max_queued is not None
+        for entry in entries:
+            key = entry.host_key
+            row = host_row(key)
+            if row.state.retired is not None:
+                append(AddStatus.HOST_RETIRED)
+                continue
+            if check_budget:
+                queued = row.queued - (1 if key in leases else 0)
+                total = rows.front_len() + self._back_size
+                over = is_over_queue_budget(queued, total, budget)
+                if over:
+                    append(AddStatus.OVER_HOST_BUDGET if over == 1 else AddStatus.OVER_CRAWL_BUDGET)
+                    continue
+            if not rows.seen_add(entry.url):
+                append(AddStatus.SEEN)
+                continue
+            queue = held.get(key)
+            if queue is not None and row.queued == queue.length:
+                # held, nothing of it in the front tier: straight to its back queue
+                rows.back_append(key, entry.depth, entry.url)
+                queue.length += 1
+                self._back_size += 1
+            else:
+                rows.front_push(entry.level, key, entry.depth, entry.url)
+            row.queued += 1
+            rows.host_changed(key)
+            append(AddStatus.QUEUED)
+        return statuses
+
+    def lease(
+        self, now_at: float, ttl_s: float, max_leases: int
+    ) -> tuple[list[Lease], float | None]:
+        """Reclaim, wake, activate on demand, and lease up to ``max_leases`` ready hosts.
+
+        Returns the leases and the earliest time another lease could be handed
+        out (``None``: only a completion, release or expiry can bring one).
+        """
+        self._reclaim(now_at)
+        self._wake_due(now_at)
+        rows = self._rows
+        ready = self._ready
+        out: list[Lease] = []
+        scan = max(self._scan, _LEASE_SCAN_PER_LEASE * max_leases)
+        while len(out) < max_leases:
+            if ready and ready[0][0] <= now_at:
+                _, _, key = heapq.heappop(ready)
+                out.append(self._lease_head(key, now_at, ttl_s))
+            elif scan > 0 and self._active < self._max_slots and rows.front_len():
+                scan -= 1
+                self._take_from_front(now_at)
+            else:
+                break
+        return out, self._next_ready_at(now_at, scan == 0)
+
+    def end_lease(self, lease: Lease, host: HostState | None) -> bool:
+        """Fence and end ``lease``, storing ``host`` if given; ``False`` if not current."""
+        key = lease.host_key
+        current = self._leases.get(key)
+        if current is None or current.token != lease.token:
+            return False
+        del self._leases[key]
+        if host is not None:
+            row = self._rows.host(key)
+            self.requests_made += max(0, host.requests_made - row.state.requests_made)
+            row.state = host
+            self._rows.host_changed(key)
+        return True
+
+    def complete(
+        self, lease: Lease, discovered: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
+    ) -> list[AddStatus]:
+        """After :meth:`end_lease`: drop the leased URL, add and catalogue ``discovered``
+        (the newly queued ones, with the lease's URL as referrer), requeue the host."""
+        key = lease.host_key
+        rows = self._rows
+        rows.back_pop(key)
+        self._held[key].length -= 1
+        row = rows.host(key)
+        row.queued -= 1
+        rows.host_changed(key)
+        statuses: list[AddStatus] = []
+        if discovered:
+            statuses = self.add(discovered, budget)
+            found = [
+                (entry.url, entry.depth)
+                for entry, status in zip(discovered, statuses, strict=True)
+                if status is AddStatus.QUEUED
+            ]
+            if found:
+                rows.record_found(lease.url, found)
+        self._requeue(key, row.state, now_at)
+        return statuses
+
+    def release(self, lease: Lease, now_at: float) -> None:
+        """After :meth:`end_lease`: the leased URL is at the head again; requeue the host."""
+        self._back_size += 1
+        self._requeue(lease.host_key, self._rows.host(lease.host_key).state, now_at)
+
+    def counts(self, now_at: float, front_queued: int, seen: int) -> FrontierCounts:
+        """The snapshot the stores report (see :class:`FrontierCounts`)."""
+        ready, parked_active = self._tally(self._ready, now_at)
+        due, parked_inactive = self._tally(self._wake, now_at)
+        parked = parked_active + parked_inactive
+        return FrontierCounts(
+            queued=front_queued + self._back_size,
+            front_queued=front_queued,
+            back_queued=self._back_size,
+            hosts_active=self._active,
+            hosts_ready=ready,
+            hosts_snoozed=len(self._ready) - ready,
+            hosts_parked=parked,
+            hosts_retired=self.hosts_retired,
+            leased=len(self._leases),
+            seen=seen,
+            requests_made=self.requests_made,
+            hosts_inactive=len(self._wake),
+            hosts_inactive_due=due,
+            hosts_held=len(self._held),
+        )
+
+    def _tally(self, heap: list[tuple[float, int, str]], now_at: float) -> tuple[int, int]:
+        """Hosts of ``heap`` that are due, and those waiting because of failures."""
+        host_row = self._rows.host
+        due = failing = 0
+        for at, _, key in heap:
+            if at <= now_at:
+                due += 1
+            elif _is_failing(host_row(key).state, now_at):
+                failing += 1
+        return due, failing
+
+    # -- resume ---------------------------------------------------------------------
+
+    def restore(self, host_key: str, length: int, next_allowed_at: float) -> None:
+        """A back queue of ``length`` URLs found at open: the host starts inactive and
+        wakes when due (no lease survives a restart)."""
+        self._held[host_key] = _Held(length)
+        self._back_size += length
+        self._seq += 1
+        self._wake.append((next_allowed_at, self._seq, host_key))
+
+    def hold_until(self, floor_at: float) -> None:
+        """Serve no host before ``floor_at`` (after a resume: see the SQLite store)."""
+        self._floor_at = floor_at
+        self._ready = [(max(at, floor_at), seq, key) for at, seq, key in self._ready]
+        self._wake = [(max(at, floor_at), seq, key) for at, seq, key in self._wake]
+        heapq.heapify(self._ready)
+        heapq.heapify(self._wake)
+
+    # -- internals ----------------------------------------------------------------
+
+    def _lease_head(self, key: str, now_at: float, ttl_s: float) -> Lease:
+        depth, url = self._rows.back_head(key)
+        self._back_size -= 1
+        self.token += 1
+        expires_at = now_at + ttl_s
+        lease = Lease(self.token, key, url, depth, now_at, expires_at, self._rows.host(key).state)
+        self._leases[key] = lease
+        heapq.heappush(self._expiry, (expires_at, self.token, key))
+        return lease
+
+    def _take_from_front(self, now_at: float) -> None:
+        """Pop one front URL into its host's back queue, holding the host if it is new."""
+        rows = self._rows
+        popped = rows.front_pop()
+        assert popped is not None, "front tier shorter than its count"
+        key, depth, url = popped
+        queue = self._held.get(key)
+        if queue is not None:
+            rows.back_append(key, depth, url)
+            queue.length += 1
+            self._back_size += 1
+            return
+        row = rows.host(key)
+        if row.state.retired is not None:
+            row.queued -= 1
+            rows.host_changed(key)
+            rows.record((_dropped(url, depth, row.state.retired),))
+            return
+        rows.back_append(key, depth, url)
+        self._held[key] = _Held(1)
+        self._back_size += 1
+        self._place(key, self._held[key], row.state.next_allowed_at, now_at)
+
+    def _place(self, key: str, queue: _Held, at: float, now_at: float) -> None:
+        """Put an unleased held host in the ready heap (with a slot) or the wake heap."""
+        at = max(at, self._floor_at)
+        self._seq += 1
+        if at - now_at <= self._inactive_after_s:
+            if not queue.active and self._active < self._max_slots:
+                queue.active = True
+                self._active += 1
+            if queue.active:
+                heapq.heappush(self._ready, (at, self._seq, key))
+                return
+        elif queue.active:
+            queue.active = False
+            self._active -= 1
+        heapq.heappush(self._wake, (at, self._seq, key))
+
+    def _requeue(self, key: str, state: HostState, now_at: float) -> None:
+        """An unleased host: back in a heap, or let go (empty queue or retired)."""
+        queue = self._held[key]
+        if state.retired is not None:
+            self.hosts_retired += 1
+            rows = self._rows
+            dropped = rows.back_clear(key)
+            self._back_size -= len(dropped)
+            row = rows.host(key)
+            row.queued -= len(dropped)
+            rows.host_changed(key)
+            if dropped:
+                reason = state.retired
+                rows.record([_dropped(url, depth, reason) for depth, url in dropped])
+            self._let_go(key, queue)
+        elif queue.length:
+            self._place(key, queue, state.next_allowed_at, now_at)
+        else:
+            self._let_go(key, queue)
+
+    def _let_go(self, key: str, queue: _Held) -> None:
+        if queue.active:
+            self._active -= 1
+        del self._held[key]
+
+    def _reclaim(self, now_at: float) -> None:
+        """Void expired leases: the URL is still at its queue's head; requeue the host."""
+        expiry = self._expiry
+        while expiry and expiry[0][0] <= now_at:
+            _, token, key = heapq.heappop(expiry)
+            lease = self._leases.get(key)
+            if lease is None or lease.token != token:
+                continue  # ended in time
+            del self._leases[key]
+            self._back_size += 1
+            state = self._rows.host(key).state
+            self._place(key, self._held[key], max(state.next_allowed_at, now_at), now_at)
+
+    def _wake_due(self, now_at: float) -> None:
+        """Due inactive hosts take free slots, earliest first."""
+        wake = self._wake
+        while wake and wake[0][0] <= now_at and self._active < self._max_slots:
+            at, seq, key = heapq.heappop(wake)
+            self._held[key].active = True
+            self._active += 1
+            heapq.heappush(self._ready, (at, seq, key))
+
+    def _next_ready_at(self, now_at: float, scan_spent: bool) -> float | None:
+        candidates: list[float] = []
+        if self._ready:
+            candidates.append(self._ready[0][0])
+        if self._active < self._max_slots:
+            if self._wake:
+                candidates.append(self._wake[0][0])
+            if scan_spent and self._rows.front_len():
+                candidates.append(now_at)
+        return min(candidates) if candidates else None
+
+
+def _dropped(url: str, depth: int, reason: str) -> CatalogueEntry:
+    return CatalogueEntry(url, depth=depth, skip_reason=retired_skip_reason(reason))
+
+
+def _is_failing(state: HostState, now_at: float) -> bool:
+    """Waiting because of failures (back-off or parking), not plain politeness."""
+    return state.next_allowed_at > now_at and bool(state.error_streak + state.parks)
