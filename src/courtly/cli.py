@@ -37,6 +37,7 @@ from courtly.frontier.records import FrontierCounts
 from courtly.parallel import (
     PartitionedCrawl,
     claim_layout,
+    default_processes,
     merge_counts,
     merge_last_runs,
     state_dirs,
@@ -44,6 +45,7 @@ from courtly.parallel import (
 from courtly.progress import LogProgress, RichProgress, progress_for
 from courtly.sandbox.cli import sandbox
 from courtly.state_dir import STATE_FILE, check_crawl_target, check_writable
+from courtly.store.redis.address import is_redis_url
 
 __all__ = ["main", "run_async"]
 
@@ -185,12 +187,18 @@ def _setup_logging(verbose: int, quiet: bool, progress: LogProgress | RichProgre
     type=float,
     help="After a stop, abandon requests still in flight after S seconds [5].",
 )
-@click.option("--concurrency", type=int, help="Requests in flight, each to its own host [32].")
+@click.option(
+    "--concurrency",
+    type=int,
+    help="Requests in flight per process, each to its own host "
+    "[auto: 8..1024, by CPU use and event-loop lag].",
+)
 @click.option("--per-ip", type=int, help="Requests in flight per resolved IP [2].")
 @click.option(
     "--processes",
     type=int,
-    help="Crawler processes, hosts partitioned by hash; a resume must use the same number [1].",
+    help="Crawler processes, hosts partitioned by hash [the cores available, at most --per-ip; "
+    "a resume keeps the number it was started with].",
 )
 @click.option("--timeout", "total_timeout_s", type=float, help="Whole exchange, seconds [30].")
 @click.option("--connect-timeout", "connect_timeout_s", type=float, help="Connect, seconds [10].")
@@ -359,7 +367,11 @@ def _build_config(
             "--user-agent is required: a product token and a contact, "
             "e.g. 'mybot/1.0 (+https://example.org/bot)'"
         )
-    return CrawlConfig(**values)
+    config = CrawlConfig(**values)
+    if "processes" not in values and not is_redis_url(config.store):
+        processes = default_processes(config.state_dir, config.per_ip)
+        config = dataclasses.replace(config, processes=processes)
+    return config
 
 
 async def _crawl(config: CrawlConfig, progress: LogProgress | RichProgress | None) -> CrawlSnapshot:

@@ -105,8 +105,10 @@ class CrawlConfig:
     """Stop after this long; in-flight requests finish or are abandoned cleanly."""
     max_pages: int | None = None
     """Stop after this many fetched pages (robots.txt not counted)."""
-    concurrency: int = 32
-    """Fetchers: requests in flight at most (each to a different host)."""
+    concurrency: int | None = None
+    """Fetchers: requests in flight at most (each to a different host). ``None`` (default):
+    autoscaled per process between 8 and 1024 by CPU use and event-loop lag
+    (``courtly.autoscale``); a number pins it."""
     per_ip: int = 2
     """Requests in flight to one resolved IP address."""
     processes: int = 1
@@ -243,7 +245,7 @@ _RULES: Final[dict[str, _Rule]] = {
     "max_delay_s": _Rule("seconds", low=0.0),
     "max_time_s": _Rule("seconds", low=0.0, above=True, optional=True),
     "max_pages": _Rule("count", low=1, optional=True),
-    "concurrency": _Rule("count", low=1, high=10_000),
+    "concurrency": _Rule("count", low=1, high=10_000, optional=True),
     "per_ip": _Rule("count", low=1, high=10_000),
     "processes": _Rule("count", low=1, high=256),
     "back_queues": _Rule("count", low=1, high=10_000_000, optional=True),

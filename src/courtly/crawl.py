@@ -2,7 +2,8 @@
 
 Data flow of one lease (see docs/architecture.md for the whole picture):
 
-1. a worker leases the earliest ready host (one request in flight per host);
+1. the dispatcher leases the earliest ready hosts, up to the fetcher count (autoscaled,
+   :mod:`courtly.autoscale`), one request in flight per host, a task per lease;
 2. if the host's robots.txt is unknown or stale, *that* lease fetches it (it
    counts against the host's politeness), the decision is cached, and the URL is
    released back to the head of its queue;
@@ -37,6 +38,7 @@ import xxhash
 
 from courtly.archive.catalogue import CatalogueEntry, fail_reason_for_status
 from courtly.archive.warc import WarcWriter
+from courtly.autoscale import AutoscaleConfig, Autoscaler
 from courtly.clock import Clock, SystemClock
 from courtly.config import CrawlConfig, shorten
 from courtly.errors import FetchError, InvalidURL, StateError
@@ -68,6 +70,7 @@ from courtly.robots import (
     robots_url_for,
 )
 from courtly.robots.persist import outcome_from_bytes, outcome_to_bytes
+from courtly.stop import ending
 from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
 from courtly.store.redis.address import is_redis_url
@@ -97,6 +100,12 @@ __all__ = [
 log = logging.getLogger("courtly.crawl")
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
+_CLOSE_RESERVE_S = 0.5
+"""The part of the stop grace kept for closing the store, the archive and the connections:
+after a stop, requests in flight get ``config.stop_grace_s`` less this, then are abandoned,
+so ``run`` returns within the grace of the stop (of ``max_time_s``)."""
+_IDLE_S = 0.5
+"""Longest the dispatcher waits without a completion, a due host or a new fetcher count."""
 STATUS_FILE = "status.json"
 """Written to the state directory with every progress tick: what ``courtly status``
 shows while the crawl holds its state file."""
@@ -154,6 +163,15 @@ class CrawlSnapshot:
     state_dir: str
     finished: bool
     stop_reason: str | None
+    """See :mod:`courtly.stop`: done, nothing_fetchable, max_time, max_pages, requested,
+    signal, aborted (``None`` while running)."""
+    stop_detail: str | None = None
+    """Why, in words, when the reason needs them (``nothing_fetchable``: the reason every
+    host was retired and the flag that changes it)."""
+    hosts_retired: dict[str, int] = field(default_factory=dict)
+    """Hosts retired in this run, by reason (blocked, dead, failing, budget)."""
+    fetchers: int = 0
+    """Fetchers allowed in flight now (autoscaled, or pinned by ``concurrency``)."""
 
 
 class ProgressSink(Protocol):
@@ -241,6 +259,9 @@ def build_crawler(
     fetcher: Fetcher | None = None,
     progress: ProgressSink | None = None,
     partition: Partition | None = None,
+    politeness: PolitenessConfig | None = None,
+    autoscale: AutoscaleConfig | None = None,
+    stop_grace_s: float | None = None,
 ) -> Crawler:
     """Wire a crawler from a config; every collaborator can be injected."""
     return Crawler(
@@ -251,6 +272,9 @@ def build_crawler(
         fetcher=fetcher,
         progress=progress,
         partition=partition,
+        politeness=politeness,
+        autoscale=autoscale,
+        stop_grace_s=stop_grace_s,
     )
 
 
@@ -281,6 +305,11 @@ class Crawler:
     ``max_time_s`` is reached, or :meth:`request_stop` is called, and returns
     the final :class:`CrawlSnapshot`. ``on_page`` (sync or async) sees every
     fetched page. A state directory that already holds a crawl is resumed.
+
+    ``politeness`` replaces the politeness settings derived from ``config`` (tests
+    use short retry and back-off times); ``autoscale`` the fetcher-count policy
+    derived from ``config.concurrency``; ``stop_grace_s`` the grace after a stop (default:
+    ``config.stop_grace_s``).
     """
 
     def __init__(
@@ -293,11 +322,16 @@ class Crawler:
         fetcher: Fetcher | None = None,
         progress: ProgressSink | None = None,
         partition: Partition | None = None,
+        politeness: PolitenessConfig | None = None,
+        autoscale: AutoscaleConfig | None = None,
+        stop_grace_s: float | None = None,
     ) -> None:
         self.config = config
         self._partition = partition
         self._clock: Clock = clock or SystemClock()
         fconfig = frontier_config(config)
+        if politeness is not None:
+            fconfig = dataclasses.replace(fconfig, politeness=politeness)
         self._store = store if store is not None else open_store(config, fconfig.queues)
         self.frontier = Frontier(
             self._store, fconfig, clock=self._clock, host_key=_host_key_function(config.host_key)
@@ -308,7 +342,10 @@ class Crawler:
         self._progress = progress
         self._ua = config.user_agent
         self._token = product_token(config.user_agent)
-        self._robots = RobotsCache(ttl_s=config.robots_ttl_s)
+        retry_s = fconfig.politeness.robots_retry_s
+        self._robots = RobotsCache(
+            ttl_s=config.robots_ttl_s, retry_initial_s=retry_s, retry_max_s=max(3_600.0, retry_s)
+        )
         self._robots_restored: set[tuple[str, str, int]] = set()
         # a shared store's robots.txt cache is filled by every process: look again on a miss
         self._robots_shared = _is_shared(self._store)
@@ -318,39 +355,54 @@ class Crawler:
         self._sitemaps: set[str] = set()
         self._warc: WarcWriter | None = None
         self.stats = CrawlStats()
+        self._scaler = Autoscaler(
+            autoscale if autoscale is not None else AutoscaleConfig.auto(config.concurrency),
+            self._clock,
+        )
+        self._stop_grace_s = config.stop_grace_s if stop_grace_s is None else stop_grace_s
         self._in_flight = 0
         self._stopping = False
         self._stop_reason: str | None = None
+        self._stop_detail: str | None = None
+        self._stop_at: float | None = None
         self._finished = False
+        self._ended = False
         self._wake = asyncio.Event()
-        self._workers: list[asyncio.Task[None]] = []
+        self._fetches: set[asyncio.Task[None]] = set()
         self.config_changes: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------
 
     def request_stop(self, reason: str = "requested") -> None:
-        """Stop leasing; requests in flight finish, or are abandoned after
-        ``config.stop_grace_s`` (5 s; their leases stay void: the URLs are fetched again
-        on resume)."""
+        """Stop leasing; requests in flight finish, or are abandoned once the stop grace
+        (``config.stop_grace_s``, 5 s) has passed (their leases stay void: the URLs are
+        fetched again on resume)."""
         if not self._stopping:
             self._stopping = True
             self._stop_reason = reason
-            with contextlib.suppress(RuntimeError):  # no running loop: nothing to cancel
-                grace_s = self.config.stop_grace_s
-                asyncio.get_running_loop().call_later(grace_s, self._cancel_workers)
+            self._stop_at = self._clock.now()
         self._wake.set()
 
-    def _cancel_workers(self) -> None:
-        for task in self._workers:
+    def _cancel_fetches(self) -> None:
+        for task in self._fetches:
             task.cancel()
 
     def abort(self) -> None:
         """Stop now: cancel requests in flight (their leases stay void; nothing is lost)."""
         self.request_stop("aborted")
-        self._cancel_workers()
+        self._cancel_fetches()
+
+    @property
+    def fetchers(self) -> int:
+        """Fetchers allowed in flight now (see :mod:`courtly.autoscale`)."""
+        return self._scaler.desired
 
     async def run(self) -> CrawlSnapshot:
-        """Crawl; see the class doc. Returns the final snapshot."""
+        """Crawl; see the class doc. Returns the final snapshot.
+
+        With ``max_time_s``, returns within ``max_time_s`` of the call when nothing is
+        in flight at the deadline, and within ``max_time_s`` + the stop grace otherwise.
+        """
         self.stats.started_at = self._clock.now()
         self._warc = WarcWriter.open_existing(
             self.config.state_dir / "warc",
@@ -376,30 +428,25 @@ class Crawler:
             )
             self._fetcher = http
         try:
-            await self._start()
             async with asyncio.TaskGroup() as group:
-                work: asyncio.Queue[Lease | None] = asyncio.Queue()
-                self._workers = [
-                    group.create_task(self._worker(work)) for _ in range(self.config.concurrency)
-                ]
-                self._workers.append(group.create_task(self._dispatcher(work)))
-                reporter = group.create_task(self._reporter())
-                serving = (
-                    group.create_task(self._partition.serve(self))
-                    if self._partition is not None
-                    else None
+                helpers: list[asyncio.Task[None]] = []
+                if self.config.max_time_s is not None:
+                    at = self.stats.started_at + self.config.max_time_s
+                    helpers.append(group.create_task(self._deadline(at)))
+                await self._start()
+                helpers.append(group.create_task(self._reporter()))
+                helpers.append(
+                    group.create_task(self._scaler.run(lambda: self._in_flight, self._wake.set))
                 )
-                deadline = (
-                    group.create_task(self._deadline(self.config.max_time_s))
-                    if self.config.max_time_s is not None
-                    else None
-                )
-                await asyncio.gather(*self._workers, return_exceptions=True)
-                reporter.cancel()
-                if serving is not None:
-                    serving.cancel()
-                if deadline is not None:
-                    deadline.cancel()
+                if self._partition is not None:
+                    helpers.append(group.create_task(self._partition.serve(self)))
+                try:
+                    await self._dispatcher(group)
+                    await self._drain()
+                finally:
+                    self._ended = True
+                    for task in helpers:
+                        task.cancel()
             snapshot = await self.snapshot()
             await self._save_stats(snapshot)
             return snapshot
@@ -463,9 +510,10 @@ class Crawler:
             self.stats.skipped["invalid_seed"] += 1
             log.warning("seed %r is not a crawlable URL", seed)
 
-    async def _deadline(self, max_time_s: float) -> None:
-        """Stop ``max_time_s`` after the run started (opening the state counts)."""
-        await asyncio.sleep(self.stats.started_at + max_time_s - self._clock.now())
+    async def _deadline(self, at: float) -> None:
+        """Request the ``max_time`` stop at ``at`` (epoch seconds on the crawl's clock)."""
+        while (left := at - self._clock.now()) > 0:
+            await self._clock.sleep(left)
         self.request_stop("max_time")
 
     async def _reporter(self) -> None:
@@ -488,6 +536,9 @@ class Crawler:
             "skipped": snapshot.skipped,
             "finished": snapshot.finished,
             "stop_reason": snapshot.stop_reason,
+            "stop_detail": snapshot.stop_detail,
+            "hosts_retired": snapshot.hosts_retired,
+            "fetchers": snapshot.fetchers,
         }
         with contextlib.suppress(Exception):
             await self._store.put_blob("crawl", "last_run", json.dumps(data).encode())
@@ -515,8 +566,7 @@ class Crawler:
         warc_files: tuple[str, ...] = ()
         if self._warc is not None:
             warc_files = tuple(str(p) for p in self._warc.existing_files())
-        workers_done = bool(self._workers) and all(task.done() for task in self._workers)
-        done = self._finished or workers_done
+        done = self._finished or self._ended
         return CrawlSnapshot(
             elapsed_s=elapsed,
             pages=self.stats.pages,
@@ -533,66 +583,105 @@ class Crawler:
             state_dir=str(self.config.state_dir),
             finished=done,
             stop_reason=self._stop_reason or ("done" if self._finished else None),
+            stop_detail=self._stop_detail,
+            hosts_retired=dict(self.frontier.retired),
+            fetchers=self._scaler.desired,
         )
 
     # -- workers --------------------------------------------------------------
 
-    async def _dispatcher(self, work: asyncio.Queue[Lease | None]) -> None:
-        """Lease as many ready hosts as there are idle fetchers and hand them out.
+    async def _dispatcher(self, group: asyncio.TaskGroup) -> None:
+        """Lease up to ``desired − in flight`` ready hosts and start a fetch for each.
 
         One task leases for all fetchers, so a completion or a host coming due wakes
-        one task, not every idle fetcher (no thundering herd on the frontier).
+        one task, not every idle fetcher (no thundering herd on the frontier). It
+        waits only when every allowed fetcher is busy or no host is ready, and then
+        wakes for a completion, a forwarded URL, a larger fetcher count, the next
+        host's due time, or a stop. Returns when stopping; the fetches it started
+        may still be in flight (see :meth:`_drain`).
         """
         max_pages = self.config.max_pages
-        try:
-            while not self._stopping:
-                # Cleared before looking, so a completion from here on wakes the wait below.
-                self._wake.clear()
-                free = self.config.concurrency - self._in_flight
-                if max_pages is not None:
-                    if self.stats.pages + self._in_flight >= max_pages:
-                        if self._in_flight == 0:
-                            self.request_stop("max_pages")
-                            break
-                        await self._idle(0.05)
-                        continue
-                    free = min(free, max_pages - self.stats.pages - self._in_flight)
-                if free <= 0:
-                    await self._idle(0.5)
-                    continue
-                batch = await self.frontier.lease(free)
-                for lease in batch.leases:
-                    self._in_flight += 1
-                    work.put_nowait(lease)
-                if batch.leases:
-                    continue
-                if batch.next_ready_at is None and self._in_flight == 0 and self._partition is None:
-                    counts = await self.frontier.counts()
-                    if counts.queued == 0 and counts.leased == 0:
-                        self._finished = True
-                        self.request_stop("done")
+        scaler = self._scaler
+        while not self._stopping:
+            # Cleared before looking, so a completion from here on wakes the wait below.
+            self._wake.clear()
+            free = scaler.desired - self._in_flight
+            if max_pages is not None:
+                if self.stats.pages + self._in_flight >= max_pages:
+                    if self._in_flight == 0:
+                        self.request_stop("max_pages")
                         break
-                wait_s = 0.5
-                if batch.next_ready_at is not None:
-                    wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
-                await self._idle(wait_s)
-        finally:
-            for _ in range(self.config.concurrency):
-                work.put_nowait(None)
+                    await self._idle(_IDLE_S)
+                    continue
+                free = min(free, max_pages - self.stats.pages - self._in_flight)
+            if free <= 0:
+                await self._idle(_IDLE_S)
+                continue
+            batch = await self.frontier.lease(free)
+            if self._stopping:  # the stop came while leasing: start nothing more
+                for lease in batch.leases:
+                    await self.frontier.release(lease)
+                break
+            if len(batch.leases) >= free:
+                scaler.note_capped()
+            for lease in batch.leases:
+                self._in_flight += 1
+                task = group.create_task(self._process(lease))
+                self._fetches.add(task)
+                task.add_done_callback(self._fetch_done)
+            if batch.leases:
+                continue
+            if batch.next_ready_at is None and self._in_flight == 0 and self._partition is None:
+                counts = await self.frontier.counts()
+                if counts.queued == 0 and counts.leased == 0:
+                    self._finished = True
+                    reason, self._stop_detail = ending(self.stats.pages, self.frontier.retired)
+                    if self._stop_detail is not None:
+                        log.warning("%s", self._stop_detail)
+                    self.request_stop(reason)
+                    break
+            wait_s = _IDLE_S
+            if batch.next_ready_at is not None:
+                wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
+            await self._idle(wait_s)
 
-    async def _worker(self, work: asyncio.Queue[Lease | None]) -> None:
-        """Fetch what the dispatcher hands over, until it says stop (``None``)."""
-        while (lease := await work.get()) is not None:
-            try:
-                await self._process(lease)
-            finally:
-                self._in_flight -= 1
-                self._wake.set()
+    def _fetch_done(self, task: asyncio.Task[None]) -> None:
+        """A fetch task ended (done, failed, or cancelled even before it began): its slot
+        is free. The set, the count and the wake-up change together."""
+        self._fetches.discard(task)
+        self._in_flight -= 1
+        self._wake.set()
+
+    async def _drain(self) -> None:
+        """Wait for the fetches in flight; abandon them when the stop grace runs out."""
+        while self._fetches:
+            stop_at = self._stop_at if self._stop_at is not None else self._clock.now()
+            left = stop_at + self._stop_grace_s - _CLOSE_RESERVE_S - self._clock.now()
+            if left <= 0:
+                pending = list(self._fetches)
+                self._cancel_fetches()
+                await asyncio.gather(*pending, return_exceptions=True)
+                return
+            self._wake.clear()
+            await self._idle(left)
 
     async def _idle(self, wait_s: float) -> None:
-        """Wait ``wait_s`` seconds, or less if a fetcher finishes (``_wake`` is set)."""
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout=max(wait_s, 0.001))
+        """Wait ``wait_s`` seconds on the crawl's clock, or less if ``_wake`` is set."""
+        if self._wake.is_set():
+            return
+        if type(self._clock) is SystemClock:
+            # The system clock sleeps on the loop's timer: one timeout, no extra tasks.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(max(wait_s, 0.001)):
+                    await self._wake.wait()
+            return
+        waiter = asyncio.ensure_future(self._wake.wait())
+        sleeper = asyncio.ensure_future(self._clock.sleep(wait_s))
+        try:
+            await asyncio.wait((waiter, sleeper), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiter.cancel()
+            sleeper.cancel()
 
     async def _process(self, lease: Lease) -> None:
         authority = authority_of(lease.url)
@@ -642,6 +731,9 @@ class Crawler:
                 result_outcome = Outcome.from_status(
                     last.status, started, ended, retry_after_s=retry, crawl_delay_s=crawl_delay
                 )
+        elif outcome.error_kind == "blocked":  # no request to this host can ever be made
+            self.stats.errors["robots_blocked"] += 1
+            result_outcome = Outcome(OutcomeKind.BLOCKED, now, now)
         else:
             self.stats.errors["robots_unreachable"] += 1
             result_outcome = Outcome(OutcomeKind.NETWORK_ERROR, now, now)

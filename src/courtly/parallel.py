@@ -56,6 +56,7 @@ from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot, ProgressSink
 from courtly.errors import ConfigError, CourtlyError, StateError
 from courtly.frontier.records import FrontierCounts, QueuedUrl
+from courtly.stop import ending
 from courtly.store.base import FrontierStore
 
 if TYPE_CHECKING:
@@ -74,7 +75,9 @@ __all__ = [
     "Probe",
     "Stop",
     "TerminationDetector",
+    "available_cores",
     "claim_layout",
+    "default_processes",
     "merge_counts",
     "merge_last_runs",
     "merge_snapshots",
@@ -167,9 +170,38 @@ def state_dirs(state_dir: Path) -> list[Path]:
     return [partition_dir(state_dir, i, processes) for i in range(processes)]
 
 
+def available_cores() -> int:
+    """The CPU cores this process may run on (its affinity mask), at least 1."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def default_processes(state_dir: Path, per_ip: int, cores: int | None = None) -> int:
+    """The process count of a crawl that did not pin ``--processes``.
+
+    A state directory that already holds a crawl keeps its number (partitioned:
+    ``partitions.json``; single-process: ``frontier.sqlite3``). A new crawl gets
+    one process per available core (``cores``, default :func:`available_cores`),
+    but no more than ``per_ip``: each process needs at least one request per
+    address of the shared per-IP cap.
+    """
+    layout = state_dir / LAYOUT_FILE
+    if layout.exists():
+        try:
+            return int(json.loads(layout.read_text(encoding="utf-8"))["processes"])
+        except (OSError, ValueError, KeyError, TypeError) as error:
+            raise StateError(f"{layout} is unreadable ({error})") from None
+    if (state_dir / "frontier.sqlite3").exists():
+        return 1
+    return max(1, min(cores if cores is not None else available_cores(), per_ip))
+
+
 def partition_config(config: CrawlConfig, index: int) -> CrawlConfig:
-    """The config of partition ``index``: its own state directory, its share of the fetchers,
-    of the per-IP cap and of the back queues. Refuses ``per_ip < processes``."""
+    """The config of partition ``index``: its own state directory, its share of the fetchers
+    (a pinned ``concurrency``; an autoscaled one scales in each process), of the per-IP cap
+    and of the back queues. Refuses ``per_ip < processes``."""
     n = config.processes
     if config.per_ip < n:
         raise ConfigError(
@@ -181,7 +213,7 @@ def partition_config(config: CrawlConfig, index: int) -> CrawlConfig:
         config,
         state_dir=partition_dir(config.state_dir, index, n),
         per_ip=config.per_ip // n,
-        concurrency=max(1, config.concurrency // n),
+        concurrency=None if config.concurrency is None else max(1, config.concurrency // n),
         back_queues=None if config.back_queues is None else max(1, config.back_queues // n),
     )
 
@@ -638,24 +670,37 @@ def merge_snapshots(snapshots: Sequence[CrawlSnapshot], state_dir: Path) -> Craw
         state_dir=str(state_dir),
         finished=bool(snapshots) and all(s.finished for s in snapshots),
         stop_reason=reasons[0] if reasons else None,
+        stop_detail=next((s.stop_detail for s in snapshots if s.stop_detail), None),
+        hosts_retired=_sum_dicts(s.hosts_retired for s in snapshots),
+        fetchers=sum(s.fetchers for s in snapshots),
     )
 
 
 def merge_last_runs(runs: Sequence[dict[str, Any] | None]) -> dict[str, Any] | None:
-    """The ``last_run`` records of the partitions' stores, summed into one."""
+    """The ``last_run`` records of the partitions' stores, summed into one; a crawl that
+    ran out of URLs is named from the sums, as :class:`PartitionedCrawl` names it."""
     present = [run for run in runs if run]
     if not present:
         return None
     reasons = [run.get("stop_reason") for run in present if run.get("stop_reason")]
+    pages = sum(run.get("pages", 0) for run in present)
+    retired = _sum_dicts(run.get("hosts_retired", {}) for run in present)
+    reason = reasons[0] if reasons else None
+    detail = next((run["stop_detail"] for run in present if run.get("stop_detail")), None)
+    if reason in ("done", "nothing_fetchable"):
+        reason, detail = ending(pages, retired)
     return {
         "updated_at": max(run.get("updated_at", 0.0) for run in present),
-        "pages": sum(run.get("pages", 0) for run in present),
+        "pages": pages,
         "robots_fetches": sum(run.get("robots_fetches", 0) for run in present),
         "bytes_received": sum(run.get("bytes_received", 0) for run in present),
         "errors": _sum_dicts(run.get("errors", {}) for run in present),
         "skipped": _sum_dicts(run.get("skipped", {}) for run in present),
         "finished": len(present) == len(runs) and all(run.get("finished") for run in present),
-        "stop_reason": reasons[0] if reasons else None,
+        "stop_reason": reason,
+        "stop_detail": detail,
+        "hosts_retired": retired,
+        "fetchers": sum(run.get("fetchers", 0) for run in present),
         "partitions": len(runs),
     }
 
@@ -794,7 +839,12 @@ class PartitionedCrawl:
                 command_queue.cancel_join_thread()
                 command_queue.close()
         snapshot = merge_snapshots([finals[i] for i in sorted(finals)], root)
-        if self._stop_reason is not None and self._stop_reason != "error":
+        if self._stop_reason == "done":
+            reason, detail = ending(snapshot.pages, snapshot.hosts_retired)
+            snapshot = replace(snapshot, stop_reason=reason, stop_detail=detail)
+            if detail is not None:
+                log.warning("%s", detail)
+        elif self._stop_reason is not None and self._stop_reason != "error":
             snapshot = replace(snapshot, stop_reason=self._stop_reason)
         if self._progress is not None:
             self._progress.close(snapshot)

@@ -67,6 +67,8 @@ def format_summary(snapshot: CrawlSnapshot, *, catalogue_kept: bool = True) -> s
     ]
     for path in snapshot.warc_files:
         lines.append(f"  WARC              {path}")
+    if snapshot.stop_detail:
+        lines.insert(1, f"  {snapshot.stop_detail}")
     return "\n".join(lines)
 
 

@@ -132,6 +132,8 @@ def _command(web: LiveWeb, state: Path) -> list[str]:
         str(PER_IP),
         "--concurrency",
         str(CONCURRENCY),
+        "--processes",  # one process: the kills and the resume look at its one state file
+        "1",
         "--progress-interval",
         "0.5",
     ]

@@ -16,6 +16,7 @@ import asyncio
 import dataclasses
 import json
 import resource
+import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -29,14 +30,19 @@ from warcio.archiveiterator import ArchiveIterator
 from yarl import URL
 
 from courtly.archive.catalogue import CatalogueEntry
+from courtly.autoscale import AutoscaleConfig
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
+from courtly.clock import SystemClock
 from courtly.config import CrawlConfig
-from courtly.crawl import Crawler, CrawlSnapshot, Page, open_store
+from courtly.crawl import STATUS_FILE, Crawler, CrawlSnapshot, Page, open_store
 from courtly.exit_codes import ExitCode
 from courtly.fetch import FetchConfig, Fetcher, FetchResult, HttpFetcher
 from courtly.fetch.config import DEFAULT_MAX_DECODED_BYTES
+from courtly.fetch.memory import MemoryFetcher
 from courtly.frontier.config import QueueConfig
+from courtly.frontier.politeness import PolitenessConfig
+from courtly.progress import format_summary
 from courtly.sandbox import (
     AuditReport,
     RequestRecord,
@@ -328,6 +334,8 @@ def _flags(web: LiveWeb, state: Path) -> list[str]:
         str(PER_IP),
         "--concurrency",
         str(CONCURRENCY),
+        "--processes",  # the single-process crawl (the partitioned one: test_parallel.py)
+        "1",
         "--progress-interval",
         "0.5",
     ]
@@ -378,6 +386,7 @@ def test_cli_max_time_status_export_and_toml_config(
         f"min-delay = {MIN_DELAY_S}\n"
         f"per-ip = {PER_IP}\n"
         f"concurrency = {CONCURRENCY}\n"
+        "processes = 1\n"
         f"max-time = {max_time_s}\n"
         "progress_interval_s = 0.5\n"
     )
@@ -605,3 +614,148 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
     # One request on the wire per request asked for: no layer retried anything.
     assert counting.asked == Counter((r.host, r.path) for r in records)
     assert snapshot.robots_fetches == len(robots)
+
+
+# -- a crawl ends by itself when nothing can be fetched any more ---------------------------
+
+SHORT_RETRIES = PolitenessConfig(
+    min_delay_s=MIN_DELAY_S,
+    error_backoff_s=0.1,
+    max_backoff_s=0.5,
+    park_after_errors=2,
+    park_s=0.2,
+    retire_after_parks=2,
+    dead_after_failures=3,
+    robots_retry_s=0.2,
+)
+"""The default schedules (a dead host retired after ~7 minutes) made short for the tests."""
+DEFAULT_CRAWL_COVERAGE_FLOOR = 0.97
+"""A crawl that ends by itself: every expected page but those whose only answer timed out on
+a starved machine (a page that got no response is not asked again)."""
+
+
+def test_a_default_crawl_of_the_small_web_ends_by_itself_politely(
+    serve_web: Callable[[SandboxSpec], LiveWeb], tmp_path: Path
+) -> None:
+    # Everything of the small web but the trap host, whose session-id links never run out:
+    # its dead host, its 5xx and hanging robots.txt now end in retirement.
+    spec = dataclasses.replace(SandboxSpec.small(), hang_s=3.0, trap_hosts=0)
+    web = serve_web(spec)
+    config = crawl_config(web, tmp_path / "state", concurrency=None)  # autoscaled fetchers
+    assert config.max_time_s is None and config.max_pages is None
+    began = time.monotonic()
+    snapshot = run_async(Crawler(config, politeness=SHORT_RETRIES).run())
+    elapsed_s = time.monotonic() - began
+    run = CrawlRun(web, config, snapshot, (), {}, tuple(web.records()), elapsed_s)
+    report = audit_of(run)
+    print(f"default crawl of the small web, {elapsed_s:.1f} s: {snapshot.hosts_retired}")
+    print(report.summary())
+    assert snapshot.finished and snapshot.stop_reason == "done"
+    assert snapshot.stop_detail is None
+    assert snapshot.counts.queued == 0 and snapshot.counts.leased == 0
+    assert snapshot.hosts_retired.get("dead", 0) >= spec.dead_hosts
+    assert sum(snapshot.hosts_retired.values()) == snapshot.counts.hosts_retired
+    assert AutoscaleConfig().min_fetchers <= snapshot.fetchers <= AutoscaleConfig().max_fetchers
+    assert_polite(report)
+    assert report.coverage >= DEFAULT_CRAWL_COVERAGE_FLOOR, report.summary()
+
+
+def test_a_crawl_of_a_blocked_address_ends_at_once_naming_the_flag(tmp_path: Path) -> None:
+    # No server is needed: the address guard refuses 127.0.0.3 before any connection.
+    config = CrawlConfig(
+        state_dir=tmp_path / "state",
+        user_agent=UA,
+        seeds=("http://127.0.0.3:9/", "http://127.0.0.3:9/other"),
+        progress_interval_s=0.5,
+    )
+    snapshot = run_async(Crawler(config).run())
+    assert snapshot.stop_reason == "nothing_fetchable"
+    assert snapshot.stop_detail is not None
+    assert "address guard" in snapshot.stop_detail
+    assert "--allow-private-networks" in snapshot.stop_detail
+    assert snapshot.hosts_retired == {"blocked": 1}
+    assert (snapshot.pages, snapshot.robots_fetches) == (0, 1)
+    assert snapshot.counts.queued == 0
+    assert snapshot.stop_detail in format_summary(snapshot)
+    last_run = json.loads((config.state_dir / STATUS_FILE).read_text(encoding="utf-8"))
+    assert last_run["last_run"]["stop_reason"] == "nothing_fetchable"
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (connections are refused)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def test_a_crawl_of_a_dead_host_ends_after_the_bounded_attempts(tmp_path: Path) -> None:
+    port = _closed_port()
+    config = CrawlConfig(
+        state_dir=tmp_path / "state",
+        user_agent=UA,
+        seeds=(f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/a"),
+        allow_private_networks=True,
+        min_delay_s=MIN_DELAY_S,
+        connect_timeout_s=1.0,
+        total_timeout_s=2.0,
+        progress_interval_s=0.5,
+    )
+    snapshot = run_async(Crawler(config, politeness=SHORT_RETRIES).run())
+    assert snapshot.stop_reason == "nothing_fetchable"
+    assert snapshot.stop_detail is not None and "unreachable" in snapshot.stop_detail
+    assert snapshot.hosts_retired == {"dead": 1}
+    # robots.txt was asked for exactly the bounded number of times, then never again
+    assert snapshot.robots_fetches == SHORT_RETRIES.dead_after_failures
+    assert snapshot.pages == 0
+
+
+class _HangingPages:
+    """robots.txt answers 404; every page hangs until cancelled (which is recorded)."""
+
+    def __init__(self) -> None:
+        self.cancelled = 0
+        self.started = asyncio.Event()
+
+    async def __call__(self, url: str) -> tuple[int, bytes]:
+        if url.endswith("/robots.txt"):
+            return (404, b"")
+        self.started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            self.cancelled += 1
+            raise
+        raise AssertionError("unreachable")
+
+
+@pytest.mark.parametrize("hang", [True, False])
+def test_max_time_ends_the_crawl_within_the_stop_grace(tmp_path: Path, hang: bool) -> None:
+    handler = _HangingPages()
+    seeds = ("http://a.test/", "http://b.test/")
+    config = CrawlConfig(
+        state_dir=tmp_path / "state",
+        user_agent=UA,
+        seeds=seeds,
+        max_time_s=2.0,  # time for the first requests even on a loaded machine
+        min_delay_s=MIN_DELAY_S,
+        store="memory",
+        progress_interval_s=0.5,
+    )
+
+    async def crawl() -> CrawlSnapshot:
+        if hang:
+            fetcher = MemoryFetcher(handler, SystemClock())
+        else:  # a host that is never ready: nothing is in flight at the deadline
+            fetcher = MemoryFetcher(lambda url: (503, {"Retry-After": "3600"}, b""), SystemClock())
+        return await Crawler(config, fetcher=fetcher, stop_grace_s=1.0).run()
+
+    snapshot = run_async(crawl())
+    assert snapshot.stop_reason == "max_time" and snapshot.finished
+    assert snapshot.in_flight == 0
+    if hang:  # both pages hung: abandoned at the end of the grace, their leases void
+        assert handler.cancelled == len(seeds)
+        assert snapshot.counts.leased == len(seeds)
+    else:  # robots.txt answered 503: both hosts wait out Retry-After, nothing in flight
+        assert handler.cancelled == 0
+        assert snapshot.robots_fetches == len(seeds)
+        assert snapshot.counts.leased == 0 and snapshot.counts.queued == len(seeds)

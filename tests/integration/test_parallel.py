@@ -39,7 +39,9 @@ from courtly.parallel import (
     PartitionedCrawl,
     PartitionStatus,
     TerminationDetector,
+    available_cores,
     claim_layout,
+    default_processes,
     merge_counts,
     partition_config,
     partition_dir,
@@ -124,8 +126,11 @@ def test_stable_hash_is_the_same_in_another_process() -> None:
 def test_partition_config_shares_out_fetchers_and_the_per_ip_cap(tmp_path: Path) -> None:
     config = _config(tmp_path, processes=2, per_ip=5, concurrency=33, back_queues=100)
     part = partition_config(config, 1)
+    assert part.concurrency is not None and config.concurrency is not None
     assert part.state_dir == partition_dir(tmp_path, 1, 2) == tmp_path / "part-1-of-2"
     assert part.per_ip * 2 <= config.per_ip and part.per_ip == 2
+    # An autoscaled count is not shared out: each process runs its own autoscaler.
+    assert partition_config(replace(config, concurrency=None), 0).concurrency is None
     assert part.concurrency * 2 <= config.concurrency and part.concurrency == 16
     assert part.back_queues == 50
     with pytest.raises(ConfigError, match="per_ip = 2 cannot be shared by 3 processes"):
@@ -244,9 +249,12 @@ def parallel_crawl(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Paralle
     base = tmp_path_factory.mktemp("parallel")
     web = LiveWeb(finite_small_spec(), base / "web")
     try:
-        # A 10 s fetch timeout: a starved process can time out an answer that arrived in
-        # time, and a robots.txt lost so holds its host for the 60 s robots.txt retry.
-        config = crawl_config(web, base / "state", processes=2, total_timeout_s=10.0)
+        # Autoscaled fetchers (the default): each process runs its own autoscaler. A 10 s
+        # fetch timeout: a starved process can time out an answer that arrived in time, and
+        # a robots.txt lost so holds its host for the robots.txt retry.
+        config = crawl_config(
+            web, base / "state", processes=2, concurrency=None, total_timeout_s=10.0
+        )
         began = time.monotonic()
         snapshot = run_async(PartitionedCrawl(config).run())
         elapsed_s = time.monotonic() - began
@@ -366,3 +374,75 @@ def test_merged_counts_are_field_sums() -> None:
     a = FrontierCounts(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11)
     b = FrontierCounts(10, 20, 30, 40, 50, 60, 70, 80, 90, 100, 110)
     assert merge_counts([a, b]) == FrontierCounts(11, 22, 33, 44, 55, 66, 77, 88, 99, 110, 121)
+
+
+# -- the default number of processes ----------------------------------------------------------
+
+
+def test_default_processes_is_the_cores_capped_by_per_ip_and_a_resume_keeps_its_number(
+    tmp_path: Path,
+) -> None:
+    fresh = tmp_path / "fresh"
+    assert default_processes(fresh, per_ip=8, cores=4) == 4
+    assert default_processes(fresh, per_ip=2, cores=4) == 2  # each process needs one per IP
+    assert default_processes(fresh, per_ip=2, cores=1) == 1
+    assert default_processes(fresh, per_ip=2) == min(available_cores(), 2)
+    single = tmp_path / "single"
+    single.mkdir()
+    (single / "frontier.sqlite3").write_bytes(b"")
+    assert default_processes(single, per_ip=8, cores=4) == 1
+    partitioned = tmp_path / "partitioned"
+    claim_layout(partitioned, 3)
+    assert default_processes(partitioned, per_ip=8, cores=16) == 3
+
+
+def test_cli_crawl_without_processes_uses_the_default(tmp_path: Path, small_web: LiveWeb) -> None:
+    state = tmp_path / "state"
+    config = crawl_config(small_web, state)
+    expected = default_processes(state, per_ip=PER_IP)
+    hosts_file = config.hosts_file
+    assert hosts_file is not None
+    args = [
+        "crawl",
+        "--state",
+        str(state),
+        "--user-agent",
+        UA,
+        "--hosts-file",
+        str(hosts_file),
+        "--allow-private-networks",
+        "--min-delay",
+        str(config.min_delay_s),
+        "--per-ip",
+        str(PER_IP),
+        "--max-pages",
+        "10",
+        "--progress-interval",
+        "0.5",
+        *config.seeds,
+    ]
+    result = CliRunner().invoke(cli_main, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert (state / LAYOUT_FILE).exists() == (expected > 1)
+    assert state_dirs(state) == (
+        [partition_dir(state, i, expected) for i in range(expected)] if expected > 1 else [state]
+    )
+
+
+def test_a_partitioned_crawl_of_blocked_addresses_ends_with_nothing_fetchable(
+    tmp_path: Path,
+) -> None:
+    # Hosts of both partitions, all refused by the address guard: no server needed.
+    seeds = tuple(f"http://127.0.0.{i}:9/" for i in range(3, 9))
+    assert len({partition_of(host_of(s), 2) for s in seeds}) == 2
+    config = _config(tmp_path / "state", seeds=seeds, processes=2, progress_interval_s=0.5)
+    snapshot = run_async(PartitionedCrawl(config).run())
+    assert snapshot.stop_reason == "nothing_fetchable"
+    assert snapshot.stop_detail is not None and "--allow-private-networks" in snapshot.stop_detail
+    assert snapshot.hosts_retired == {"blocked": len(seeds)}
+    assert snapshot.pages == 0
+    result = CliRunner().invoke(cli_main, ["status", "--state", str(config.state_dir), "--json"])
+    assert result.exit_code == 0, result.output
+    last_run = json.loads(result.output)["last_run"]
+    assert last_run["stop_reason"] == "nothing_fetchable"
+    assert last_run["stop_detail"] == snapshot.stop_detail

@@ -90,6 +90,8 @@ def _crawl_command(web: SandboxServer, state: Path, *extra: str, seeds: bool = T
         "3",
         "--concurrency",
         "8",
+        "--processes",  # the single-process crawl (the partitioned one: test_parallel.py)
+        "1",
         *extra,
     ]
 

@@ -79,6 +79,7 @@ class FrontierMachine(RuleBasedStateMachine):
         self.expired: list[Lease] = []
         self.next_at: dict[str, float] = {}
         self.retired: set[str] = set()
+        self.reasons: dict[str, str] = {}  # retired host -> why
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -205,6 +206,7 @@ class FrontierMachine(RuleBasedStateMachine):
         self.next_at[host] = expected.next_allowed_at
         if expected.retired is not None:
             self.retired.add(host)
+            self.reasons[host] = expected.retired
 
     @precondition(lambda self: bool(self.live))
     @rule(data=st.data())
@@ -282,7 +284,11 @@ class FrontierMachine(RuleBasedStateMachine):
         assert all(self.added[u][0] in self.retired for u in dropped)
         assert not set(dropped) & self.done, "a URL was both fetched and dropped"
         assert set(dropped) <= {u for u, v in self.added.items() if v[0] in self.retired}
-        assert all(reason == "host_retired:budget" for reason in dropped.values())
+        # the reason is the host's own: budget, blocked (address guard), dead, failing
+        assert all(
+            reason == f"host_retired:{self.reasons[self.added[u][0]]}"
+            for u, reason in dropped.items()
+        )
         assert counts.queued + counts.leased == len(self.added) - len(self.done) - len(dropped)
 
     @invariant()

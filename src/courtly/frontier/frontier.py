@@ -16,6 +16,7 @@ atomic. The clock is injected; no policy reads the system clock.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
@@ -71,6 +72,8 @@ class Frontier:
         self.config = config or FrontierConfig()
         self._clock = clock
         self._host_key = host_key
+        self.retired: Counter[str] = Counter()
+        """Hosts this object retired (by a completion or release that took effect), by reason."""
 
     # -- adding -----------------------------------------------------------
 
@@ -159,9 +162,12 @@ class Frontier:
         this result was stored (discard it).
         """
         state = self.next_host_state(lease, outcome)
-        return await self.store.complete(
+        statuses = await self.store.complete(
             lease, state, discovered, self._clock.now(), self.config.budget, records
         )
+        if statuses is not None:
+            self._count_retired(lease, state)
+        return statuses
 
     async def release(self, lease: Lease, outcome: Outcome | None = None) -> bool:
         """Give a lease back: its URL returns to the head of the host's queue.
@@ -171,7 +177,14 @@ class Frontier:
         host keeps its state and is ready again at once.
         """
         state = self.next_host_state(lease, outcome) if outcome is not None else None
-        return await self.store.release(lease, state, self._clock.now())
+        released = await self.store.release(lease, state, self._clock.now())
+        if released and state is not None:
+            self._count_retired(lease, state)
+        return released
+
+    def _count_retired(self, lease: Lease, state: HostState) -> None:
+        if state.retired is not None and lease.host.retired is None:
+            self.retired[state.retired] += 1
 
     async def counts(self) -> FrontierCounts:
         return await self.store.counts(self._clock.now())

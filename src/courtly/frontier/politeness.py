@@ -10,7 +10,15 @@ server-requested back-off (``Retry-After``) are not capped by it: they are the
 server's own words. Back-off grows from three signals: 429/503 (with
 ``Retry-After`` if given), error streaks, and a doubling of latency against the
 host's baseline. A host whose errors keep coming is *parked* for growing
-intervals and, after ``retire_after_parks`` parkings, *retired*.
+intervals and, after ``retire_after_parks`` parkings, *retired* (``"failing"``).
+
+A host is also retired when no request to it can succeed: ``"blocked"`` at once
+when the address guard refuses its address (:attr:`OutcomeKind.BLOCKED`), and
+``"dead"`` after ``dead_after_failures`` consecutive requests with no response at
+all (connection refused, DNS failure, timeout: :attr:`OutcomeKind.NETWORK_ERROR`),
+spaced by the error back-off (pages: 5, 10, 20 s) or, for robots.txt, by the
+robots.txt retry interval (``robots_retry_s``, doubling: 1, 2, 4 min); with the
+defaults a host that never answers is retired after 4 attempts over about 7 minutes.
 
 Nothing here reads a clock: every time comes in as an argument.
 """
@@ -60,14 +68,29 @@ class PolitenessConfig:
     """First parking interval; doubles with each parking."""
     retire_after_parks: int = 4
     """After this many parkings without a success in between the host is retired."""
+    dead_after_failures: int = 4
+    """This many consecutive requests with no response retire the host as ``"dead"``."""
+    robots_retry_s: float = 60.0
+    """First retry of an unreachable robots.txt; doubles with each failure (up to 1 h)."""
 
     def __post_init__(self) -> None:
-        for name in ("min_delay_s", "delay_factor", "max_delay_s", "error_backoff_s", "park_s"):
+        for name in (
+            "min_delay_s",
+            "delay_factor",
+            "max_delay_s",
+            "error_backoff_s",
+            "park_s",
+            "robots_retry_s",
+        ):
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
         if self.max_delay_s < self.min_delay_s:
             raise ValueError("max_delay_s must be >= min_delay_s")
+        if self.robots_retry_s <= 0:
+            raise ValueError("robots_retry_s must be > 0")
+        if self.dead_after_failures < 1:
+            raise ValueError("dead_after_failures must be >= 1")
 
 
 def politeness_delay_s(
@@ -131,6 +154,8 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
     kind = outcome.kind
     if kind is OutcomeKind.NO_REQUEST:
         return state
+    if kind is OutcomeKind.BLOCKED:
+        return state if state.retired is not None else replace(state, retired="blocked")
     if kind is OutcomeKind.DEFERRED:
         until = outcome.ended_at + max(0.0, outcome.retry_after_s or 0.0)
         if until <= state.next_allowed_at:
@@ -146,6 +171,9 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
     streak = state.error_streak
     parks = state.parks
     retired = state.retired
+    unanswered = state.unanswered + 1 if kind is OutcomeKind.NETWORK_ERROR else 0
+    if unanswered >= cfg.dead_after_failures and retired is None:
+        retired = "dead"
     park_until = 0.0
 
     if kind is OutcomeKind.SUCCESS:
@@ -171,7 +199,7 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
         if streak >= cfg.park_after_errors:
             parks += 1
             streak = 0
-            if parks >= cfg.retire_after_parks:
+            if parks >= cfg.retire_after_parks and retired is None:
                 retired = "failing"
             park_until = outcome.ended_at + cfg.park_s * 2 ** (parks - 1)
 
@@ -192,4 +220,5 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
         requests_made=requests,
         crawl_delay_s=crawl_delay,
         retired=retired,
+        unanswered=unanswered,
     )

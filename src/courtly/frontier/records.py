@@ -61,7 +61,11 @@ class HostState:
     ``backoff_s`` is the current back-off floor on the delay; ``error_streak``
     counts consecutive failures; ``parks`` counts how often the host was parked;
     ``crawl_delay_s`` is the robots.txt Crawl-delay last reported for it.
-    ``retired`` is a reason string once the host is given up, else ``None``.
+    ``retired`` is a reason string once the host is given up, else ``None``
+    (``"blocked"``, ``"dead"``, ``"failing"``, ``"budget"``). ``unanswered`` counts
+    consecutive requests that got no response at all (DNS, connect, timeout, reset);
+    any response resets it. The SQLite store does not persist ``unanswered``: a resumed
+    crawl counts it afresh (a retirement it led to is persisted).
     """
 
     host_key: str
@@ -74,6 +78,7 @@ class HostState:
     requests_made: int = 0
     crawl_delay_s: float | None = None
     retired: str | None = None
+    unanswered: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +113,9 @@ class OutcomeKind(enum.Enum):
     """No response: DNS, connect, timeout, reset."""
     NO_REQUEST = "no_request"
     """Nothing was sent (e.g. robots.txt disallows the URL): politeness state unchanged."""
+    BLOCKED = "blocked"
+    """Nothing was sent and nothing ever can be: the address guard refuses the host's
+    address (private/loopback without ``allow_private_networks``). The host is retired."""
     DEFERRED = "deferred"
     """Nothing was sent, and the host must wait ``retry_after_s`` (e.g. its robots.txt is
     unreachable until a retry): only ``next_allowed_at`` moves, no counter does."""

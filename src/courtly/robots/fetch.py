@@ -54,7 +54,9 @@ class RobotsFetchOutcome:
     status seen (``None`` if the last attempt got no response). ``final_url``
     is the last URL requested; ``hops`` the redirects followed; ``error`` a
     short human reason for anything but ``ok``. ``results`` holds every HTTP
-    exchange in order, for archiving.
+    exchange in order, for archiving. ``error_kind`` is the
+    :class:`~courtly.errors.FetchError` kind when the last attempt got no response
+    (e.g. ``"blocked"`` by the address guard, ``"connect"``, ``"dns"``).
     """
 
     kind: RobotsFetchKind
@@ -64,6 +66,7 @@ class RobotsFetchOutcome:
     hops: int
     error: str | None
     results: tuple[FetchResult, ...] = ()
+    error_kind: str | None = None
 
     def effective_rules(self) -> RobotsRules:
         """The rules to obey: the parsed ones, allow-all (unavailable) or disallow-all."""
@@ -111,7 +114,9 @@ async def fetch_robots(
             result = await fetcher.fetch(url)
         except FetchError as error:
             failure = f"{error.kind}: {error}"
-            return RobotsFetchOutcome("unreachable", None, None, url, hops, failure, tuple(results))
+            return RobotsFetchOutcome(
+                "unreachable", None, None, url, hops, failure, tuple(results), error.kind
+            )
         results.append(result)
         step = _classify(result, url, max_bytes=max_bytes)
         if isinstance(step, tuple):

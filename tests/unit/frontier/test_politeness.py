@@ -1,6 +1,10 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from courtly.frontier.politeness import (
     PolitenessConfig,
@@ -139,8 +143,8 @@ def test_failing_host_is_parked_with_growing_intervals_then_retired() -> None:
     state = HostState("h")
     t = 0.0
     parks_seen: list[float] = []
-    for _ in range(6):
-        state = apply_outcome(state, Outcome(OutcomeKind.NETWORK_ERROR, t, t + 1.0), cfg)
+    for _ in range(6):  # a failing host answers, with 5xx (no answer at all: see "dead")
+        state = apply_outcome(state, Outcome(OutcomeKind.SERVER_ERROR, t, t + 1.0, 500), cfg)
         if state.parks > len(parks_seen):
             parks_seen.append(state.next_allowed_at - (t + 1.0))
         t = state.next_allowed_at
@@ -167,3 +171,75 @@ def test_deferred_only_moves_the_next_allowed_time() -> None:
     assert held.next_allowed_at == 80.0
     assert (held.error_streak, held.requests_made, held.parks) == (2, 7, 0)
     assert apply_outcome(held, Outcome.deferred(20.0, 1.0), CFG) is held
+
+
+def test_a_host_refused_by_the_address_guard_is_retired_blocked_at_once() -> None:
+    before = HostState("h", next_allowed_at=5.0, requests_made=3)
+    state = apply_outcome(before, Outcome(OutcomeKind.BLOCKED, 10.0, 10.0), CFG)
+    assert state.retired == "blocked"
+    # nothing was sent: no counter moves
+    assert (state.requests_made, state.error_streak, state.next_allowed_at) == (3, 0, 5.0)
+
+
+def test_a_host_that_never_answers_is_retired_dead_after_the_bounded_attempts() -> None:
+    cfg = PolitenessConfig(dead_after_failures=4, error_backoff_s=5.0)
+    state = HostState("h")
+    t = 0.0
+    attempts: list[float] = []
+    while state.retired is None:
+        attempts.append(t)
+        state = apply_outcome(state, Outcome(OutcomeKind.NETWORK_ERROR, t, t + 0.1), cfg)
+        assert state.next_allowed_at > t + 0.1  # each retry waits out a back-off
+        t = state.next_allowed_at
+    assert state.retired == "dead"
+    assert len(attempts) == 4
+    assert [round(b - a, 6) for a, b in itertools.pairwise(attempts)] == [
+        5.1,
+        10.1,
+        20.1,
+    ]
+
+
+def test_any_response_resets_the_unanswered_count() -> None:
+    cfg = PolitenessConfig(dead_after_failures=2, park_after_errors=10)
+    state = apply_outcome(HostState("h"), Outcome(OutcomeKind.NETWORK_ERROR, 0.0, 1.0), cfg)
+    assert state.unanswered == 1
+    state = apply_outcome(state, Outcome(OutcomeKind.SERVER_ERROR, 10.0, 11.0, 500), cfg)
+    assert state.unanswered == 0
+    state = apply_outcome(state, Outcome(OutcomeKind.NETWORK_ERROR, 20.0, 21.0), cfg)
+    assert (state.unanswered, state.retired) == (1, None)
+    state = apply_outcome(state, Outcome(OutcomeKind.NETWORK_ERROR, 30.0, 31.0), cfg)
+    assert state.retired == "dead"
+
+
+_KINDS = st.sampled_from(
+    [
+        OutcomeKind.SUCCESS,
+        OutcomeKind.THROTTLED,
+        OutcomeKind.SERVER_ERROR,
+        OutcomeKind.NETWORK_ERROR,
+        OutcomeKind.NO_REQUEST,
+        OutcomeKind.DEFERRED,
+    ]
+)
+
+
+@given(kinds=st.lists(_KINDS, max_size=40), dead_after=st.integers(1, 6))
+def test_dead_means_exactly_that_many_unanswered_requests_in_a_row(
+    kinds: list[OutcomeKind], dead_after: int
+) -> None:
+    cfg = PolitenessConfig(dead_after_failures=dead_after, park_after_errors=1000)
+    state = HostState("h")
+    run = 0
+    t = 0.0
+    for kind in kinds:
+        state = apply_outcome(state, Outcome(kind, t, t + 0.5, retry_after_s=1.0), cfg)
+        if kind is OutcomeKind.NETWORK_ERROR:
+            run += 1
+        elif kind not in (OutcomeKind.NO_REQUEST, OutcomeKind.DEFERRED):
+            run = 0
+        if run >= dead_after:
+            assert state.retired == "dead"
+            return
+        assert state.retired is None
+        t = max(t + 1.0, state.next_allowed_at)
