@@ -297,7 +297,7 @@ CASES: tuple[Case, ...] = (
     ),
     Case(
         "a partitioned state, --processes 1",
-        (*CRAWL, SEED),
+        (*CRAWL, "--processes", "1", SEED),
         r"partitioned over 2 processes; resume it with --processes 2",
         setup=_partitioned,
     ),
