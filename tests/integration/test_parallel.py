@@ -32,6 +32,7 @@ from courtly.cli import run_async
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot
 from courtly.errors import ConfigError, StateError
+from courtly.exit_codes import ExitCode
 from courtly.frontier.records import AddStatus, FrontierCounts, QueuedUrl
 from courtly.parallel import (
     LAYOUT_FILE,
@@ -422,7 +423,7 @@ def test_cli_crawl_without_processes_uses_the_default(tmp_path: Path, small_web:
         *config.seeds,
     ]
     result = CliRunner().invoke(cli_main, args, catch_exceptions=False)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == ExitCode.LIMIT, result.output  # stopped by --max-pages
     assert (state / LAYOUT_FILE).exists() == (expected > 1)
     assert state_dirs(state) == (
         [partition_dir(state, i, expected) for i in range(expected)] if expected > 1 else [state]
