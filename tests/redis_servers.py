@@ -226,9 +226,12 @@ class RedisCluster:
         )
         _wait_until(self._ok, 15.0, "cluster_state:ok")
         if replicas:
-            _wait_until(self._synced, 15.0, "replicas in sync")
+            _wait_until(lambda: self._synced(replicas), 15.0, "replicas in sync")
 
-    def _synced(self) -> bool:
+    def _synced(self, replicas: int) -> bool:
+        """Every master has its ``replicas`` replicas online and none is still in its
+        first full sync (a replica promoted mid-sync would come up empty)."""
+        masters = online = 0
         for port in self.ports:
             out = subprocess.run(
                 ["redis-cli", "-p", str(port), "info", "replication"],
@@ -236,9 +239,13 @@ class RedisCluster:
                 text=True,
                 timeout=5,
             ).stdout
-            if "role:slave" in out and "master_link_status:up" not in out:
-                return False
-        return True
+            if "role:slave" in out:
+                if "master_link_status:up" not in out or "master_sync_in_progress:1" in out:
+                    return False
+            elif "role:master" in out:
+                masters += 1
+                online += out.count("state=online")
+        return masters * (1 + replicas) == len(self.ports) and online == masters * replicas
 
     def _ok(self) -> bool:
         for port in self.ports:

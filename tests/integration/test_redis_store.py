@@ -284,6 +284,11 @@ async def test_the_store_rides_out_a_master_failover() -> None:
                 state = replace(lease.host, next_allowed_at=0.0)
                 await store.complete(lease, state, (), 0.0, NO_BUDGET)
             if killed_at is None and len(served) >= 30:
+                # The seeds' ADD must have reached the replica (replication is
+                # asynchronous: an ADD acknowledged but not replicated is lost, as
+                # docs/distributed.md says); the leases and completions after it may not.
+                acked = await store._client.execute_command("WAIT", 1, 5000, target_nodes=node)
+                assert int(acked) == 1
                 cluster.kill(node.port)
                 killed_at = loop.time()
             if not batch.leases:
