@@ -43,8 +43,8 @@ __all__ = [
     "fit_mu",
     "harmonic_rate",
     "irregular_rate",
-    "last_modified_rate",
     "lane_rates",
+    "last_modified_rate",
     "next_due_at",
     "recrawl_interval",
 ]
@@ -167,9 +167,7 @@ def _clamped_rate(change_rate: float, weight: float, mu: float, lane: LaneSchedu
     return min(1 / lane.min_s, max(1 / lane.max_s, rho))
 
 
-def lane_rates(
-    pages: Sequence[tuple[float, float]], mu: float, lane: LaneSchedule
-) -> list[float]:
+def lane_rates(pages: Sequence[tuple[float, float]], mu: float, lane: LaneSchedule) -> list[float]:
     """The clamped revisit rates of ``pages`` ((λ̂, w) pairs) at ``mu``."""
     return [_clamped_rate(lam, w, mu, lane) for lam, w in pages]
 

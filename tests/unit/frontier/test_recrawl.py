@@ -33,7 +33,7 @@ def _simulate_binary(rate: float, interval: float, visits: int, rng: random.Rand
 
 
 @pytest.mark.parametrize(("ratio", "visits"), [(0.5, 20), (1.0, 20), (2.0, 50)])
-def test_bias_corrected_estimator_is_unbiased_where_the_notes_say(ratio: float, visits: int) -> None:
+def test_bias_corrected_estimator_is_unbiased_where_notes_say(ratio: float, visits: int) -> None:
     rng = random.Random(7)
     interval = DAY_S
     rate = ratio / interval
