@@ -397,12 +397,14 @@ class WarcWriter:
         )
         self._append([gzip_member(record, self.gzip_level)])
 
-    def write_exchange(self, result: FetchResult) -> WarcPosition:
+    def write_exchange(self, result: FetchResult, *, record_id: str | None = None) -> WarcPosition:
         """Archive one fetch (page or robots.txt alike); returns the response record's position.
 
-        Both records are with the operating system when this returns.
+        ``record_id`` (a UUID string) names the response record, so that a later
+        revisit record can refer to it; a fresh one by default. Both records are with
+        the operating system when this returns.
         """
-        response_id = str(uuid.uuid4())
+        response_id = record_id if record_id is not None else str(uuid.uuid4())
         request_id = str(uuid.uuid4())
         common = [("WARC-Date", warc_date(result.started_at)), ("WARC-Target-URI", result.url)]
         if result.ip:
@@ -437,8 +439,13 @@ class WarcWriter:
                 ("WARC-Block-Digest", _sha1_label(hashlib.sha1(request_block).digest())),
             ],
         )
+        return self.write_records([response, request])
+
+    def write_records(self, records: list[bytes]) -> WarcPosition:
+        """Append whole uncompressed records, each as its own gzip member, in one write;
+        returns the first one's position (the others follow it)."""
         level = self.gzip_level
-        members = [gzip_member(response, level), gzip_member(request, level)]
+        members = [gzip_member(record, level) for record in records]
         with self._lock:
             self._ensure_file()
             assert self._path is not None
