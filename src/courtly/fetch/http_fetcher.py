@@ -17,7 +17,7 @@ One request goes through these steps:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import TracebackType
 
 import aiohttp
@@ -213,8 +213,13 @@ class HttpFetcher:
 
     # -- fetching --------------------------------------------------------------------
 
-    async def fetch(self, url: str) -> FetchResult:
-        """One GET of ``url``; see the class docstring for results and errors."""
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
+        """One GET of ``url``; see the class docstring for results and errors.
+
+        ``headers`` are added to the request as given (a conditional GET's
+        ``If-None-Match`` / ``If-Modified-Since``, :mod:`courtly.fetch.validators`);
+        they show in the result's ``request_headers``.
+        """
         config = self.config
         if len(url) > config.max_url_length:
             raise FetchError(
@@ -247,9 +252,9 @@ class HttpFetcher:
         try:
             async with slot.semaphore:
                 if self._ip_gate is None:
-                    return await self._exchange(session, url, target, ip)
+                    return await self._exchange(session, url, target, ip, headers)
                 async with self._ip_gate.hold(ip):
-                    return await self._exchange(session, url, target, ip)
+                    return await self._exchange(session, url, target, ip, headers)
         finally:
             slot.users -= 1
             if not slot.users:
@@ -259,12 +264,17 @@ class HttpFetcher:
                 del pins[key]
 
     async def _exchange(
-        self, session: aiohttp.ClientSession, url: str, target: URL, ip: str
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        target: URL,
+        ip: str,
+        extra: Mapping[str, str] | None = None,
     ) -> FetchResult:
         clock = self._clock
         started_at = clock.now()
         try:
-            response = await session.get(target, allow_redirects=False)
+            response = await session.get(target, allow_redirects=False, headers=extra)
         except FetchError:
             raise
         except Exception as exc:

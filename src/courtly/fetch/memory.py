@@ -11,7 +11,7 @@ from courtly.errors import FetchError
 from courtly.fetch.hosts import normalise_host_name
 from courtly.fetch.records import FetchResult
 
-__all__ = ["MemoryFetcher", "Reply", "ReplyHandler"]
+__all__ = ["ConditionalHandler", "MemoryFetcher", "Reply", "ReplyHandler"]
 
 Reply = (
     FetchResult
@@ -24,6 +24,9 @@ Reply = (
 
 ReplyHandler = Callable[[str], Reply | Awaitable[Reply]]
 """``handler(url)``, plain or ``async``; it may raise :class:`~courtly.errors.FetchError`."""
+
+ConditionalHandler = Callable[[str, Mapping[str, str]], Reply | Awaitable[Reply]]
+"""``conditional(url, request_headers)``: answers instead of the handler when given."""
 
 
 class MemoryFetcher:
@@ -44,8 +47,11 @@ class MemoryFetcher:
         *,
         elapsed_s: float = 0.0,
         addresses: Mapping[str, str] | None = None,
+        conditional: ConditionalHandler | None = None,
     ) -> None:
         self._handler = handler
+        self._conditional = conditional
+        self.sent_headers: list[dict[str, str]] = []
         self._clock: Clock = clock if clock is not None else FakeClock()
         self._elapsed_s = elapsed_s
         self._addresses = {normalise_host_name(k): v for k, v in (addresses or {}).items()}
@@ -72,16 +78,22 @@ class MemoryFetcher:
         except KeyError:
             raise FetchError("dns", f"{host}: not in the memory fetcher's addresses") from None
 
-    async def fetch(self, url: str) -> FetchResult:
-        """Answer ``url`` from the handler."""
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
+        """Answer ``url`` from the handler; ``headers`` (a conditional GET's) are
+        appended to :attr:`sent_headers` and passed to a ``conditional`` handler."""
         self.requests.append(url)
+        sent = dict(headers or {})
+        self.sent_headers.append(sent)
         started_at = self._clock.now()
-        reply = self._handler(url)
+        if self._conditional is not None:
+            reply = self._conditional(url, sent)
+        else:
+            reply = self._handler(url)
         if inspect.isawaitable(reply):
             reply = await reply
         if isinstance(reply, FetchResult):
             return reply
-        headers: tuple[tuple[str, str], ...] = ()
+        reply_headers: tuple[tuple[str, str], ...] = ()
         body = b""
         if isinstance(reply, int):
             status = reply
@@ -90,13 +102,14 @@ class MemoryFetcher:
         else:
             status, raw_headers, body = reply
             items = raw_headers.items() if isinstance(raw_headers, Mapping) else raw_headers
-            headers = tuple((str(k), str(v)) for k, v in items)
+            reply_headers = tuple((str(k), str(v)) for k, v in items)
         return FetchResult(
             url=url,
             status=status,
-            headers=headers,
+            headers=reply_headers,
             body=body,
             started_at=started_at,
             ended_at=started_at + self._elapsed_s,
             raw_body=body,
+            request_headers=tuple(sent.items()),
         )

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-__all__ = ["FetchResult", "Fetcher"]
+__all__ = ["ConditionalFetcher", "FetchResult", "Fetcher"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,3 +66,12 @@ class Fetcher(Protocol):
     """
 
     async def fetch(self, url: str) -> FetchResult: ...
+
+
+class ConditionalFetcher(Protocol):
+    """A :class:`Fetcher` that can add request headers (conditional GET on recrawl).
+
+    ``headers`` go out with the GET as given; ``None`` or empty is a plain fetch.
+    """
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult: ...

@@ -146,9 +146,7 @@ def judge(
             etag_unreliable = True
     if last_modified is not None:
         lm_s, date_s = http_date_s(last_modified), http_date_s(date)
-        later_than_date = (
-            lm_s is not None and date_s is not None and lm_s > date_s + _SLACK_S
-        )
+        later_than_date = lm_s is not None and date_s is not None and lm_s > date_s + _SLACK_S
         moved_alone = v.last_modified not in (None, last_modified) and not changed
         if later_than_date or moved_alone:
             lm_strikes += 1
