@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from courtly.archive.catalogue import CatalogueEntry
+from courtly.errors import ConfigError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, HostState, Lease, QueuedUrl
@@ -493,3 +494,47 @@ async def test_retired_hosts_urls_are_catalogued_with_the_reason(make: MakeStore
     }
     counts = await store.counts(T0)
     assert (counts.queued, counts.hosts_retired, counts.hosts_held) == (0, 1, 0)
+
+
+# -- revisits (recrawl) -----------------------------------------------------------------------
+
+
+async def _refuses_revisit(store: FrontierStore) -> bool:
+    """The Redis store refuses revisits (``--recrawl`` is refused with it, clearly)."""
+    try:
+        await store.revisit([], T0, NO_BUDGET)
+    except ConfigError as error:
+        assert "--recrawl" in str(error)
+        return True
+    return False
+
+
+async def test_a_known_url_is_queued_again_by_revisit_not_by_add(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=2))
+    if await _refuses_revisit(store):
+        return
+    page = url("a.test", "page", level=1)
+    assert await store.add([page], T0, NO_BUDGET) == [AddStatus.QUEUED]
+    assert await drain(store) == ["http://a.test/page"]
+    assert await store.add([page], T0, NO_BUDGET) == [AddStatus.SEEN]
+    assert await store.revisit([page], T0 + 10, NO_BUDGET) == [AddStatus.QUEUED]
+    assert (await store.counts(T0 + 10)).queued == 1
+    assert await drain(store, T0 + 10) == ["http://a.test/page"]
+    # revisited once per due time: served once, the queue is empty again
+    assert (await store.counts(T0 + 10)).queued == 0
+
+
+async def test_revisit_keeps_budgets_and_retirement_and_marks_unknown_urls_seen(
+    make: MakeStore,
+) -> None:
+    store = make(QueueConfig(levels=1))
+    if await _refuses_revisit(store):
+        return
+    budget = BudgetConfig(max_queued_per_host=1)
+    statuses = await store.revisit([url("b.test", "1"), url("b.test", "2")], T0, budget)
+    assert statuses == [AddStatus.QUEUED, AddStatus.OVER_HOST_BUDGET]
+    assert await store.add([url("b.test", "1")], T0, NO_BUDGET) == [AddStatus.SEEN]
+    lease = await lease_one(store)
+    retired = replace(lease.host, retired="dead")
+    assert await store.complete(lease, retired, (), T0, NO_BUDGET) == []
+    assert await store.revisit([url("b.test", "1")], T0, NO_BUDGET) == [AddStatus.HOST_RETIRED]

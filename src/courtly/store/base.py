@@ -88,6 +88,19 @@ class FrontierStore(Protocol):
         """
         ...
 
+    async def revisit(
+        self, entries: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
+    ) -> list[AddStatus]:
+        """Queue again URLs that are known (fetched before): a recrawl's due URLs.
+
+        Routed like :meth:`add` (their levels, the queue budgets, retired hosts
+        refused) but the seen-set is not asked, so a URL seen before is ``QUEUED``
+        again; an unknown URL is marked seen as well. The caller offers a URL only
+        while it is not queued (once per due time). A store that cannot (Redis, for
+        now) raises :class:`~courtly.errors.ConfigError`.
+        """
+        ...
+
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         """Reclaim expired leases, then lease up to ``max_leases`` hosts whose time has come.
 

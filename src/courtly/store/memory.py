@@ -131,6 +131,11 @@ class MemoryStore:
     ) -> list[AddStatus]:
         return self._sched.add(entries, budget)
 
+    async def revisit(
+        self, entries: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
+    ) -> list[AddStatus]:
+        return self._sched.add(entries, budget, known=True)
+
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         leases, next_ready_at = self._sched.lease(now_at, ttl_s, max_leases)
         return LeaseBatch(tuple(leases), next_ready_at)

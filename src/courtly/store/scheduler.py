@@ -178,8 +178,15 @@ class Scheduler:
 
     # -- steps ----------------------------------------------------------------------
 
-    def add(self, entries: Sequence[QueuedUrl], budget: BudgetConfig) -> list[AddStatus]:
-        """Dedup, budget and route ``entries``; one status each."""
+    def add(
+        self, entries: Sequence[QueuedUrl], budget: BudgetConfig, *, known: bool = False
+    ) -> list[AddStatus]:
+        """Dedup, budget and route ``entries``; one status each.
+
+        ``known`` (a recrawl's due URLs, :meth:`FrontierStore.revisit`): the seen-set
+        is not asked, so a URL seen before is queued again (and an unknown one is
+        marked seen); routing and budgets are the same.
+        """
         statuses: list[AddStatus] = []
         append = statuses.append
         rows = self._rows
@@ -200,7 +207,7 @@ class Scheduler:
                 if over:
                     append(AddStatus.OVER_HOST_BUDGET if over == 1 else AddStatus.OVER_CRAWL_BUDGET)
                     continue
-            if not rows.seen_add(entry.url):
+            if not rows.seen_add(entry.url) and not known:
                 append(AddStatus.SEEN)
                 continue
             queue = held.get(key)

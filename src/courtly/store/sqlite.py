@@ -459,6 +459,12 @@ class SqliteStore:
         with self._step(now_at):
             return self._sched.add(entries, budget)
 
+    async def revisit(
+        self, entries: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
+    ) -> list[AddStatus]:
+        with self._step(now_at):
+            return self._sched.add(entries, budget, known=True)
+
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         with self._step(now_at):
             self._reserve_tokens(max_leases)

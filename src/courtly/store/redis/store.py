@@ -47,7 +47,7 @@ from functools import cache
 from typing import Any, Final
 
 from courtly.archive.catalogue import CatalogueEntry
-from courtly.errors import StateError
+from courtly.errors import ConfigError, StateError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
@@ -65,6 +65,11 @@ from courtly.store.redis.codec import (
 )
 from courtly.store.redis.ip_gate import RedisIpGate
 from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_text
+
+REVISIT_REFUSED: Final = (
+    "--recrawl needs a memory or SQLite store: the Redis store cannot queue known URLs "
+    "again yet (see docs/recrawl.md)"
+)
 
 __all__ = ["RedisLayout", "RedisStore"]
 
@@ -256,6 +261,13 @@ class RedisStore:
         statuses = await self._add(entries, now_at, budget, None)
         await self._flush_index()
         return statuses
+
+    async def revisit(
+        self, entries: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
+    ) -> list[AddStatus]:
+        """Not in the Redis store yet (its Lua scripts mirror the scheduler's ``add``
+        with the seen-set inside): refused, so ``--recrawl`` is refused with it."""
+        raise ConfigError(REVISIT_REFUSED)
 
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         await self.open()
