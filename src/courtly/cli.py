@@ -252,6 +252,30 @@ def _setup_logging(verbose: int, quiet: bool, progress: LogProgress | RichProgre
 )
 @click.option("--no-sitemaps", is_flag=True, default=False, help="Ignore robots.txt Sitemaps.")
 @click.option(
+    "--recrawl",
+    is_flag=True,
+    default=None,
+    help="Keep going: revisit fetched pages when due, with conditional GET; ends only by "
+    "a signal or --max-time (one process; memory or SQLite store).",
+)
+@click.option(
+    "--recrawl-share",
+    type=float,
+    help="Most of the fetches revisits take while discovery work is queued, 0..1 [0.5].",
+)
+@click.option(
+    "--recrawl-min-interval",
+    "recrawl_min_interval_s",
+    type=float,
+    help="Shortest revisit interval of a URL, seconds [3600].",
+)
+@click.option(
+    "--recrawl-max-interval",
+    "recrawl_max_interval_s",
+    type=float,
+    help="Longest revisit interval, seconds [2592000 = 30 days].",
+)
+@click.option(
     "--progress-interval",
     "progress_interval_s",
     type=float,
@@ -368,7 +392,7 @@ def _build_config(
             "e.g. 'mybot/1.0 (+https://example.org/bot)'"
         )
     config = CrawlConfig(**values)
-    if "processes" not in values and not is_redis_url(config.store):
+    if "processes" not in values and not is_redis_url(config.store) and not config.recrawl:
         processes = default_processes(config.state_dir, config.per_ip)
         config = dataclasses.replace(config, processes=processes)
     return config

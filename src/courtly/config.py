@@ -161,6 +161,16 @@ class CrawlConfig:
     """After a stop (signal, ``max_time_s``, ``max_pages``), requests still in flight are
     abandoned after this long: a ``max_time_s`` crawl ends within ``max_time_s +
     stop_grace_s`` of its start."""
+    recrawl: bool = False
+    """Keep going: every fetched URL gets a next due time and is fetched again
+    (conditionally) when due; the crawl then ends only by a signal or ``max_time_s``
+    (docs/recrawl.md). One process, memory or SQLite store."""
+    recrawl_share: float = 0.5
+    """While discovery work is queued, revisits take at most this share of the fetches."""
+    recrawl_min_interval_s: float = 3_600.0
+    """Shortest revisit interval of a URL (and the least time from a fetch to its revisit)."""
+    recrawl_max_interval_s: float = 30 * 86_400.0
+    """Longest revisit interval: even a page that never changes is fetched this often."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     """Unknown TOML keys, kept so they can be reported."""
 
@@ -186,6 +196,16 @@ class CrawlConfig:
             raise ConfigError(
                 "with a Redis store, start one courtly crawl per process (--processes 1): "
                 "they join the same crawl"
+            )
+        if self.recrawl and (is_redis_url(self.store) or self.processes > 1):
+            raise ConfigError(
+                "--recrawl needs one process (--processes 1) and a memory or SQLite store: "
+                "the Redis store and partitioned crawls cannot queue known URLs again yet"
+            )
+        if self.recrawl_max_interval_s < self.recrawl_min_interval_s:
+            raise ConfigError(
+                f"--recrawl-max-interval ({self.recrawl_max_interval_s:g} s) must not be below "
+                f"--recrawl-min-interval ({self.recrawl_min_interval_s:g} s)"
             )
         for pattern in (*self.include, *self.exclude):
             try:
@@ -270,6 +290,10 @@ _RULES: Final[dict[str, _Rule]] = {
     "progress_interval_s": _Rule("seconds", low=0.1),
     "warc_gzip_level": _Rule("count", low=0, high=9),
     "stop_grace_s": _Rule("seconds", low=0.0),
+    "recrawl": _Rule("bool"),
+    "recrawl_share": _Rule("number", low=0.0, high=1.0),
+    "recrawl_min_interval_s": _Rule("seconds", low=0.0, above=True),
+    "recrawl_max_interval_s": _Rule("seconds", low=0.0, above=True),
 }
 _FLAGS: Final = {
     "state_dir": "--state",
@@ -286,6 +310,8 @@ _FLAGS: Final = {
     "robots_ttl_s": "robots-ttl",
     "lease_ttl_s": "lease-ttl",
     "warc_gzip_level": "warc-gzip-level",
+    "recrawl_min_interval_s": "--recrawl-min-interval",
+    "recrawl_max_interval_s": "--recrawl-max-interval",
 }
 
 
@@ -394,6 +420,8 @@ _ALIASES = {
     "stop_grace": "stop_grace_s",
     "robots_ttl": "robots_ttl_s",
     "lease_ttl": "lease_ttl_s",
+    "recrawl_min_interval": "recrawl_min_interval_s",
+    "recrawl_max_interval": "recrawl_max_interval_s",
 }
 
 

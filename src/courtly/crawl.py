@@ -61,6 +61,7 @@ from courtly.frontier.records import (
 from courtly.frontier.seen import BloomSeenSet
 from courtly.parse.links import extract_links
 from courtly.parse.sitemaps import parse_sitemap
+from courtly.recrawl import Recrawl
 from courtly.robots import (
     RobotsCache,
     RobotsDecision,
@@ -370,6 +371,9 @@ class Crawler:
         self._wake = asyncio.Event()
         self._fetches: set[asyncio.Task[None]] = set()
         self.config_changes: list[str] = []
+        self.recrawl: Recrawl | None = None
+        if config.recrawl:
+            self.recrawl = Recrawl(config, self._store, self.frontier, self._clock)
 
     # -- lifecycle ------------------------------------------------------------
 
@@ -455,6 +459,9 @@ class Crawler:
                 await http.aclose()
             if self._warc is not None:
                 self._warc.close()
+            if self.recrawl is not None:
+                with contextlib.suppress(Exception):
+                    await self.recrawl.save(force=True)
             await self.frontier.aclose()
             if self._progress is not None:
                 with contextlib.suppress(Exception):
@@ -505,6 +512,8 @@ class Crawler:
             entries, bad = self.frontier.prepare(candidates)
             await self.frontier.add_queued([e for e in entries if self._partition.owns(e.host_key)])
             invalid = [seeds[i] for i in bad] if self._partition.primary else []
+        if self.recrawl is not None:
+            await self.recrawl.start()
         await self._store.flush()
         for seed in invalid:
             self.stats.skipped["invalid_seed"] += 1
@@ -605,6 +614,8 @@ class Crawler:
         while not self._stopping:
             # Cleared before looking, so a completion from here on wakes the wait below.
             self._wake.clear()
+            if self.recrawl is not None:  # due URLs back into the frontier, within the share
+                await self.recrawl.feed(self.frontier.config.budget, in_flight=self._in_flight)
             free = scaler.desired - self._in_flight
             if max_pages is not None:
                 if self.stats.pages + self._in_flight >= max_pages:
@@ -631,7 +642,12 @@ class Crawler:
                 task.add_done_callback(self._fetch_done)
             if batch.leases:
                 continue
-            if batch.next_ready_at is None and self._in_flight == 0 and self._partition is None:
+            if (
+                batch.next_ready_at is None
+                and self._in_flight == 0
+                and self._partition is None
+                and self.recrawl is None  # a recrawl ends only by a signal or --max-time
+            ):
                 counts = await self.frontier.counts()
                 if counts.queued == 0 and counts.leased == 0:
                     self._finished = True
@@ -781,8 +797,13 @@ class Crawler:
         assert self._fetcher is not None
         crawl_delay = decision.crawl_delay_s(self._ua)
         try:
-            result = await self._fetcher.fetch(lease.url)
+            if self.recrawl is not None:
+                result = await self.recrawl.fetch(self._fetcher, lease.url)
+            else:
+                result = await self._fetcher.fetch(lease.url)
         except FetchError as error:
+            if self.recrawl is not None:
+                self.recrawl.visited(lease.url, lease.depth, None, None)
             now = self._clock.now()
             self.stats.errors[error.kind] += 1
             kind = OutcomeKind.NETWORK_ERROR
@@ -801,7 +822,12 @@ class Crawler:
             return
         self.stats.statuses[result.status] += 1
         self.stats.bytes_received += len(result.raw_body or result.body)
-        position = self._archive(result)
+        visit = None
+        if self.recrawl is not None:
+            visit, position = self.recrawl.visited(lease.url, lease.depth, result, self._warc)
+            await self.recrawl.save()
+        else:
+            position = self._archive(result)
         retry_after = parse_retry_after(result.header("Retry-After"), result.ended_at)
         outcome = Outcome.from_status(
             result.status,
@@ -835,6 +861,9 @@ class Crawler:
             await self._store.flush()
             return
         self.stats.pages += 1
+        if result.status == 304 and visit is not None:  # not modified: the stored copy stands
+            await self._complete(lease, outcome, (), ())
+            return
         facts = self._links_of(lease, result)
         discovered = facts.queued
         if self._partition is not None and discovered:
@@ -859,6 +888,7 @@ class Crawler:
             noindex=facts.noindex,
             etag=result.header("ETag"),
             last_modified=result.header("Last-Modified"),
+            change_count=visit.state.changes if visit is not None else 0,
             fail_reason=fail_reason_for_status(result.status),
         )
         statuses = await self._complete(lease, outcome, discovered, (page_entry, *facts.skipped))

@@ -118,7 +118,10 @@ def observe(
     """
     if status is None or status == 429 or status >= 500:
         return Visit(replace(state, last_fetch_at=at), False, Archive.RESPONSE)
+    # No copy to compare with: never fetched, or known only from a catalogue row (resume).
     first = state.last_fetch_at is None or state.status is None
+    if status != 304 and state.text_digest is None and state.body_digest is None:
+        first = True
     since = 0.0 if first or state.last_fetch_at is None else max(0.0, at - state.last_fetch_at)
     etag = _header(headers, "etag")
     last_modified = _header(headers, "last-modified")
@@ -183,14 +186,22 @@ def observe(
     return Visit(new, changed, Archive.RESPONSE)
 
 
-def estimate_rate(state: RevisitState) -> float:
+def estimate_rate(state: RevisitState, lane: LaneSchedule) -> float:
     """λ̂ for ``state``: the Last-Modified estimator while that header is trusted and there
-    are 3 comparisons, else the irregular-interval MLE (recent window, 0.5-day pseudo-data)."""
+    are 3 comparisons, else the irregular-interval MLE over the recent window, with
+    pseudo-intervals of half the lane's default interval (0.5 day for a 1-day lane),
+    bisected between a thousandth of a change per longest interval and ten per shortest."""
     if state.validators.lm_trusted and state.comparisons >= _MIN_VISITS_FOR_HISTORY:
         observed = state.lm_observed_s + state.unchanged_s
         if state.lm_changes == state.changes and observed > 0:
             return last_modified_rate(state.comparisons, state.changes, observed)
-    return irregular_rate(state.changed_ring, state.unchanged_s)
+    return irregular_rate(
+        state.changed_ring,
+        state.unchanged_s,
+        pseudo_s=lane.default_s / 2,
+        low=0.001 / lane.max_s,
+        high=10.0 / lane.min_s,
+    )
 
 
 def schedule(
@@ -213,7 +224,7 @@ def schedule(
         interval = first_interval(lane, date_s=date_s, last_modified_s=lm_s)
         rate = 0.0
     else:
-        rate = estimate_rate(state)
+        rate = estimate_rate(state, lane)
         interval = recrawl_interval(rate, lane.weight, mu, lane, previous_s=state.interval_s)
     due = next_due_at(now, last, interval, lane, jitter=jitter)
     return replace(state, change_rate_per_s=rate, interval_s=interval, next_due_at=due)

@@ -1,0 +1,252 @@
+"""The crawl's recrawl lane (``courtly crawl --recrawl``): what the fetch loop asks of it.
+
+:class:`Recrawl` sits between the crawl loop and the :class:`RevisitBook`:
+
+* :meth:`Recrawl.fetch` sends a known URL's validators (conditional GET);
+* :meth:`Recrawl.visited` digests the answer (payload sha1 for the WARC, main-text
+  xxh3 and SimHash for change decisions), folds it into the book and archives it: a
+  304 as a ``server-not-modified`` revisit, a repeated payload as an
+  ``identical-payload-digest`` revisit, anything else as a full response;
+* :meth:`Recrawl.feed` puts due URLs back into the frontier through the store's
+  ``revisit`` (never the seen-set), within the share of fetches revisits may take
+  (:func:`revisit_allowance`);
+* :meth:`Recrawl.start` / :meth:`Recrawl.save` keep the book in the store (a blob),
+  and on start every fetched catalogue URL the book lacks is due at once, so a
+  finished crawl resumed with ``--recrawl`` starts revisiting.
+
+Trade-off: the book is one blob rewritten every ``save_every_s`` (fine for the small
+watch-a-set-of-pages crawls ``--recrawl`` is for; a per-URL table is the way to
+millions of URLs).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import uuid
+from dataclasses import dataclass
+from typing import cast
+
+from courtly.archive.revisit import (
+    IDENTICAL_PAYLOAD_DIGEST,
+    SERVER_NOT_MODIFIED,
+    RevisitRef,
+    payload_digest,
+    write_revisit,
+)
+from courtly.archive.warc import WarcWriter, warc_date
+from courtly.clock import Clock
+from courtly.config import CrawlConfig
+from courtly.fetch.records import ConditionalFetcher, Fetcher, FetchResult
+from courtly.fetch.validators import Validators
+from courtly.frontier.budget import BudgetConfig
+from courtly.frontier.frontier import Candidate, Frontier
+from courtly.frontier.records import AddStatus
+from courtly.frontier.recrawl import DAY_S, LaneSchedule
+from courtly.frontier.revisit import Archive, Visit
+from courtly.frontier.revisit_book import RevisitBook
+from courtly.parse.content_type import is_html
+from courtly.parse.fingerprint import content_hash, simhash64
+from courtly.parse.main_text import main_text, text_digest
+from courtly.store.base import FrontierStore
+
+__all__ = ["Recrawl", "RecrawlCounts", "revisit_allowance"]
+
+_BLOB = ("recrawl", "book")
+_FEED_MAX = 256
+
+
+def revisit_allowance(
+    share: float, revisits: int, fetches: int, *, discovery_waiting: bool, in_flight: int = 0
+) -> int:
+    """How many more revisits may start now: with discovery work waiting, revisits stay at
+    most ``share`` of all fetches (``revisits`` of ``fetches``, plus ``in_flight``);
+    with none, the idle share is lent out (no bound)."""
+    if not discovery_waiting:
+        return _FEED_MAX
+    if share >= 1.0:
+        return _FEED_MAX
+    # revisits + k <= share * (fetches + in_flight + k)  <=>  k <= (share*(f+i) - r)/(1-share)
+    room = (share * (fetches + in_flight) - revisits) / (1.0 - share)
+    return max(0, min(_FEED_MAX, int(room) + (1 if revisits == 0 and share > 0 else 0)))
+
+
+@dataclass
+class RecrawlCounts:
+    """What the lane did: ``revisits`` fetches of known URLs, of which ``not_modified``
+    were 304s, ``unchanged`` judged unchanged (304s included) and ``changed`` changed."""
+
+    revisits: int = 0
+    not_modified: int = 0
+    unchanged: int = 0
+    changed: int = 0
+
+
+def _lane(config: CrawlConfig) -> LaneSchedule:
+    """The ordinary lane: the configured clamps; before a URL has a history, the geometric
+    mean of the clamps, at most a day."""
+    low, high = config.recrawl_min_interval_s, config.recrawl_max_interval_s
+    return LaneSchedule(min_s=low, max_s=high, default_s=min(DAY_S, math.sqrt(low * high)))
+
+
+class Recrawl:
+    """The recrawl lane of one crawl process (module docstring)."""
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        store: FrontierStore,
+        frontier: Frontier,
+        clock: Clock,
+        *,
+        rng: random.Random | None = None,
+        save_every_s: float = 5.0,
+    ) -> None:
+        lane = _lane(config)
+        self._config = config
+        self._store = store
+        self._frontier = frontier
+        self._clock = clock
+        self._share = config.recrawl_share
+        self.book = RevisitBook(lane, None, rng or random.Random())
+        self._save_every_s = save_every_s
+        self._saved_at = float("-inf")
+        self.counts = RecrawlCounts()
+        self.fetches = 0
+
+    async def start(self) -> None:
+        """Load the saved book; every fetched URL it lacks is due now."""
+        data = await self._store.get_blob(*_BLOB)
+        if data is not None:
+            self.book.load(data)
+        now = self._clock.now()
+        async for entry in self._store.catalogue():
+            if entry.status is not None and entry.skip_reason is None:
+                validators = Validators(etag=entry.etag, last_modified=entry.last_modified)
+                self.book.ensure(
+                    entry.url,
+                    entry.depth,
+                    now,
+                    status=entry.status,
+                    fetched_at=entry.fetched_at,
+                    validators=validators,
+                )
+        self._saved_at = now
+
+    async def fetch(self, fetcher: Fetcher, url: str) -> FetchResult:
+        """GET ``url``, conditionally when the book has validators for it."""
+        headers = self.book.headers_for(url)
+        if not headers:
+            return await fetcher.fetch(url)
+        return await cast(ConditionalFetcher, fetcher).fetch(url, headers=headers)
+
+    def visited(
+        self, url: str, depth: int, result: FetchResult | None, warc: WarcWriter | None
+    ) -> tuple[Visit, tuple[str, int, int] | None]:
+        """Fold a fetch (``None``: no response) into the book and archive it; returns the
+        visit and the archived record's (file, offset, length)."""
+        now = self._clock.now()
+        known = self.book.state(url)
+        self.fetches += 1
+        if known is not None and known.visits:
+            self.counts.revisits += 1
+        if result is None:
+            return self.book.note(url, depth, now, status=None), None
+        payload = result.raw_body if result.raw_body is not None else result.body
+        digest = payload_digest(payload) if result.status != 304 else None
+        text: int | None = None
+        simhash: int | None = None
+        if 200 <= result.status < 300 and is_html(result.header("Content-Type"), result.body):
+            body = main_text(result.body)
+            text, simhash = text_digest(body), simhash64(body)
+        elif 200 <= result.status < 300:
+            text = content_hash(result.body)  # not HTML: the bytes decide
+        record_id = str(uuid.uuid4())
+        visit = self.book.note(
+            url,
+            depth,
+            now,
+            status=result.status,
+            headers=result.headers,
+            body_digest=digest,
+            text_digest=text,
+            simhash=simhash,
+        )
+        self._count(visit, result.status)
+        position = self._archive(warc, result, visit, record_id)
+        return visit, position
+
+    def _count(self, visit: Visit, status: int) -> None:
+        if status == 304:
+            self.counts.not_modified += 1
+        if visit.state.comparisons and not visit.changed and status < 500:
+            self.counts.unchanged += 1
+        if visit.changed:
+            self.counts.changed += 1
+
+    def _archive(
+        self,
+        warc: WarcWriter | None,
+        result: FetchResult,
+        visit: Visit,
+        record_id: str,
+    ) -> tuple[str, int, int] | None:
+        if warc is None:
+            return None
+        state = visit.state
+        if visit.archive in (Archive.NOT_MODIFIED, Archive.IDENTICAL_DIGEST):
+            ref = RevisitRef(state.warc_record_id, state.url, state.warc_date, state.body_digest)
+            profile = (
+                SERVER_NOT_MODIFIED
+                if visit.archive is Archive.NOT_MODIFIED
+                else IDENTICAL_PAYLOAD_DIGEST
+            )
+            position = write_revisit(warc, result, profile, ref)
+        else:
+            position = warc.write_exchange(result, record_id=record_id)
+            if 200 <= result.status < 300:
+                self.book.archived(state.url, record_id, warc_date(result.started_at))
+        return (position.filename, position.offset, position.length)
+
+    async def feed(self, budget: BudgetConfig, *, in_flight: int) -> int:
+        """Put due URLs back into the frontier (within the share); how many went in."""
+        now = self._clock.now()
+        upcoming = self.book.next_due_at()
+        if upcoming is None or upcoming > now:
+            return 0
+        counts = await self._store.counts(now)
+        discovery_waiting = counts.queued + counts.leased > len(self.book.out)
+        room = revisit_allowance(
+            self._share,
+            self.counts.revisits,
+            self.fetches,
+            discovery_waiting=discovery_waiting,
+            in_flight=in_flight,
+        )
+        due = self.book.take_due(now, room)
+        if not due:
+            return 0
+        entries = [
+            self._frontier.queued_url(
+                Candidate(d.url, depth=d.depth, is_recrawl=True), canonical=True
+            )
+            for d in due
+        ]
+        statuses = await self._store.revisit(entries, now, budget)
+        queued = 0
+        for item, status in zip(due, statuses, strict=True):
+            if status is AddStatus.QUEUED:
+                queued += 1
+            else:
+                self.book.give_back(item.url, now + self.book.lane.min_s)
+        return queued
+
+    def next_due_at(self) -> float | None:
+        return self.book.next_due_at()
+
+    async def save(self, *, force: bool = False) -> None:
+        """Keep the book in the store (every ``save_every_s``, or now when ``force``)."""
+        now = self._clock.now()
+        if force or now - self._saved_at >= self._save_every_s:
+            self._saved_at = now
+            await self._store.put_blob(*_BLOB, self.book.to_bytes())

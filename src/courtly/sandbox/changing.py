@@ -1,0 +1,126 @@
+"""Pages that change on a schedule, with honest or lying validators (the change simulator).
+
+A :class:`ChangingSite` answers ``GET`` by the clock it is given: page ``p`` is at version
+``floor((now - start) / period)``, so its change times are known exactly. Each page has a
+validator behaviour (:data:`BEHAVIOURS`):
+
+* ``honest`` — a strong ETag and a Last-Modified per version; 304 when either matches;
+* ``none`` — no validators, so every visit is a full 200;
+* ``etag_per_response`` — a new ETag on every response, same bytes (a fleet of backends);
+* ``lm_now`` — Last-Modified is always "now", no ETag;
+* ``lying_304`` — ETag fixed forever and a 304 for it even after the content changed;
+* ``clock_footer`` — no validators and a footer clock that changes every second: the
+  bytes change on every fetch, the main text only per version.
+
+Every request is appended to :attr:`ChangingSite.log` (time, URL, request headers,
+status), which the tests audit: politeness gaps, the 304 share, refetch lags. It
+answers ``/robots.txt`` with 404 and is a ``MemoryFetcher`` ``conditional`` handler.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from email.utils import formatdate
+
+from courtly.clock import Clock
+
+__all__ = ["BEHAVIOURS", "ChangingPage", "ChangingSite", "SiteRequest"]
+
+BEHAVIOURS = ("honest", "none", "etag_per_response", "lm_now", "lying_304", "clock_footer")
+
+
+@dataclass(frozen=True, slots=True)
+class ChangingPage:
+    """A page at ``path`` whose content changes every ``period_s`` seconds."""
+
+    path: str
+    period_s: float
+    behaviour: str = "honest"
+
+    def __post_init__(self) -> None:
+        if self.behaviour not in BEHAVIOURS:
+            raise ValueError(f"unknown behaviour {self.behaviour!r}")
+        if self.period_s <= 0:
+            raise ValueError("a page's change period must be positive")
+
+
+@dataclass(frozen=True, slots=True)
+class SiteRequest:
+    """One request the site answered (``at`` on its clock)."""
+
+    at: float
+    url: str
+    headers: Mapping[str, str]
+    status: int
+
+
+@dataclass
+class ChangingSite:
+    """The pages of one host (``origin`` like ``http://watch.test``), on ``clock``."""
+
+    origin: str
+    pages: tuple[ChangingPage, ...]
+    clock: Clock
+    start_at: float = 0.0
+    log: list[SiteRequest] = field(default_factory=list)
+    _served: int = 0
+
+    def version(self, page: ChangingPage, at: float) -> int:
+        return math.floor(max(0.0, at - self.start_at) / page.period_s)
+
+    def changed_at(self, page: ChangingPage, version: int) -> float:
+        """When ``page`` reached ``version``."""
+        return self.start_at + version * page.period_s
+
+    def __call__(
+        self, url: str, headers: Mapping[str, str]
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        now = self.clock.now()
+        reply = self._answer(url, dict(headers), now)
+        self.log.append(SiteRequest(now, url, dict(headers), reply[0]))
+        return reply
+
+    def _answer(
+        self, url: str, headers: dict[str, str], now: float
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        path = url.removeprefix(self.origin) or "/"
+        date = formatdate(now, usegmt=True)
+        if path == "/robots.txt":
+            return 404, [("Date", date)], b""
+        if path == "/":
+            links = "".join(f'<a href="{p.path}">{p.path}</a>' for p in self.pages)
+            body = f"<html><body><main>index {links}</main></body></html>".encode()
+            return 200, [("Content-Type", "text/html"), ("Date", date)], body
+        page = next((p for p in self.pages if p.path == path), None)
+        if page is None:
+            return 404, [("Date", date)], b""
+        version = self.version(page, now)
+        self._served += 1
+        etag, modified = (
+            f'"{page.path}-{version}"',
+            formatdate(self.changed_at(page, version), usegmt=True),
+        )
+        out: list[tuple[str, str]] = [("Content-Type", "text/html"), ("Date", date)]
+        behaviour = page.behaviour
+        if behaviour == "honest":
+            out += [("ETag", etag), ("Last-Modified", modified)]
+            if headers.get("If-None-Match") == etag or (
+                "If-None-Match" not in headers and headers.get("If-Modified-Since") == modified
+            ):
+                return 304, out, b""
+        elif behaviour == "etag_per_response":
+            out.append(("ETag", f'"r{self._served}"'))
+        elif behaviour == "lm_now":
+            out.append(("Last-Modified", date))
+        elif behaviour == "lying_304":
+            out.append(("ETag", '"forever"'))
+            if headers.get("If-None-Match") == '"forever"':
+                return 304, out, b""
+        footer = f"<footer>now {now:.3f}</footer>" if behaviour == "clock_footer" else ""
+        body = (
+            f"<html><body><main><h1>{page.path}</h1><p>version {version}</p></main>"
+            f"{footer}</body></html>"
+        ).encode()
+        return 200, out, body

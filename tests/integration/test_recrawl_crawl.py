@@ -1,0 +1,147 @@
+"""A --recrawl crawl of pages changing on a schedule (fake clock), audited from the site's log.
+
+The site (``courtly.sandbox.changing``) answers by the same fake clock the crawl runs on,
+so every change time is known: the audit checks politeness, the 304 share of revisits to
+unchanged pages, that every change is fetched, that lying validators stop being sent,
+and the WARC revisit records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections import Counter
+from pathlib import Path
+
+from warcio.archiveiterator import ArchiveIterator
+
+from courtly.clock import FakeClock
+from courtly.config import CrawlConfig
+from courtly.crawl import Crawler, Page
+from courtly.fetch.memory import MemoryFetcher
+from courtly.sandbox.changing import ChangingPage, ChangingSite, SiteRequest
+
+UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
+ORIGIN = "http://watch.test"
+MIN_DELAY_S = 1.0
+MIN_S, MAX_S = 5.0, 120.0
+RUN_S = 3_000.0
+PAGES = (
+    ChangingPage("/fast", 30.0),
+    ChangingPage("/still", 1e9),
+    ChangingPage("/plain", 1e9, "none"),
+    ChangingPage("/tags", 1e9, "etag_per_response"),
+    ChangingPage("/lmnow", 1e9, "lm_now"),
+    ChangingPage("/liar", 400.0, "lying_304"),
+    ChangingPage("/ticker", 1e9, "clock_footer"),
+)
+
+
+def run_recrawl(
+    state: Path, *, recrawl: bool = True, store: str = "memory", clock: FakeClock | None = None
+) -> tuple[ChangingSite, Crawler, float]:
+    clock = clock or FakeClock()
+    site = ChangingSite(ORIGIN, PAGES, clock, start_at=1_700_000_000.0)
+    config = CrawlConfig(
+        state_dir=state,
+        user_agent=UA,
+        seeds=(ORIGIN + "/",),
+        min_delay_s=MIN_DELAY_S,
+        delay_factor=0.0,
+        concurrency=2,
+        store=store,
+        follow_sitemaps=False,
+        progress_interval_s=60.0,
+        recrawl=recrawl,
+        recrawl_min_interval_s=MIN_S,
+        recrawl_max_interval_s=MAX_S,
+    )
+    end_at = clock.now() + RUN_S
+    crawler: Crawler
+
+    def on_page(page: Page) -> None:
+        if clock.now() >= end_at:
+            crawler.request_stop("max_time")
+
+    fetcher = MemoryFetcher(lambda url: 404, clock, conditional=site)
+    crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
+    snapshot = asyncio.run(crawler.run())
+    # a recrawl does not end by itself; a plain crawl does
+    assert snapshot.stop_reason == ("max_time" if recrawl else "done")
+    return site, crawler, site.start_at
+
+
+def test_a_recrawl_revisits_politely_gets_304s_and_refetches_changes(tmp_path: Path) -> None:
+    site, crawler, _ = run_recrawl(tmp_path / "state")
+    log = site.log
+    by_path: dict[str, list[SiteRequest]] = {}
+    for request in log:
+        by_path.setdefault(request.url.removeprefix(ORIGIN), []).append(request)
+
+    # Politeness: one host, every request at least the minimum delay after the last.
+    times = [r.at for r in log]
+    assert all(b - a >= MIN_DELAY_S - 1e-9 for a, b in itertools.pairwise(times))
+
+    # Every page is revisited, never sooner than the floor nor later than the cap + slack.
+    for page in PAGES:
+        visits = [r.at for r in by_path[page.path]]
+        assert len(visits) >= RUN_S / MAX_S / 2, page
+        gaps = [b - a for a, b in itertools.pairwise(visits)]
+        assert min(gaps) >= MIN_S * 0.95 - 1e-9, page
+        # the cap with its jitter, plus the wait for the host's turn (one host, 1 s gaps)
+        assert max(gaps) <= MAX_S * 1.05 + len(PAGES) * 2 * MIN_DELAY_S, page
+
+    # Honest validators on an unchanged page: >= 90% of revisits answered 304.
+    still = by_path["/still"][1:]
+    assert sum(r.status == 304 for r in still) / len(still) >= 0.9
+
+    # Every change of the fast page is fetched (a 200 of that version) before the next one.
+    fast = PAGES[0]
+    fetched_versions = {site.version(fast, r.at) for r in by_path["/fast"] if r.status == 200}
+    last_version = site.version(fast, log[-1].at)
+    missed = set(range(last_version)) - fetched_versions
+    # A 30 s period against a >= 5 s floor: at most a few versions are skipped.
+    assert len(missed) <= last_version // 4, sorted(missed)
+
+    # Lying validators stop being sent.
+    assert all("If-None-Match" not in r.headers for r in by_path["/tags"][-10:])
+    assert all("If-Modified-Since" not in r.headers for r in by_path["/lmnow"][-10:])
+    liar = by_path["/liar"]
+    assert any(r.status == 304 for r in liar)  # it lied before it was caught
+    assert all("If-None-Match" not in r.headers for r in liar[-5:])
+
+    # Noise in the template is not a change; real changes are counted.
+    book = crawler.recrawl
+    assert book is not None
+    assert book.book.states[ORIGIN + "/ticker"].changes == 0
+    assert book.book.states[ORIGIN + "/plain"].changes == 0
+    assert book.book.states[ORIGIN + "/fast"].changes >= len(fetched_versions) - 2
+
+
+def test_the_warc_holds_both_revisit_profiles(tmp_path: Path) -> None:
+    run_recrawl(tmp_path / "state")
+    profiles: Counter[str] = Counter()
+    for path in sorted((tmp_path / "state" / "warc").glob("*.warc.gz")):
+        with path.open("rb") as handle:
+            for record in ArchiveIterator(handle, check_digests=True):
+                assert not record.digest_checker.problems
+                if record.rec_type == "revisit":
+                    profiles[record.rec_headers.get_header("WARC-Profile").rsplit("/", 1)[1]] += 1
+                    assert record.rec_headers.get_header("WARC-Refers-To")
+    assert profiles["server-not-modified"] > 0
+    assert profiles["identical-payload-digest"] > 0
+
+
+def test_a_finished_crawl_resumed_with_recrawl_starts_revisiting_conditionally(
+    tmp_path: Path,
+) -> None:
+    clock = FakeClock()
+    first, _, _ = run_recrawl(tmp_path / "state", recrawl=False, store="sqlite", clock=clock)
+    assert {r.url for r in first.log} >= {ORIGIN + p.path for p in PAGES}
+    clock.advance(60.0)
+    second, crawler, _ = run_recrawl(tmp_path / "state", store="sqlite", clock=clock)
+    still = [r for r in second.log if r.url == ORIGIN + "/still"]
+    # its validators came from the catalogue: the very first revisit is conditional
+    assert still and still[0].headers.get("If-None-Match") == '"/still-0"'
+    assert still[0].status == 304
+    assert crawler.recrawl is not None and crawler.recrawl.counts.revisits >= len(PAGES)
