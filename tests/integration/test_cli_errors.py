@@ -190,6 +190,26 @@ CASES: tuple[Case, ...] = (
     Case("--stop-grace -1", (*CRAWL, "--stop-grace", "-1", SEED), r"--stop-grace must be"),
     Case("--include '('", (*CRAWL, "--include", "(", SEED), r"does not compile|bad regex"),
     Case("--scope bogus", (*CRAWL, "--scope", "bogus", SEED), r"Invalid value for '--scope'"),
+    Case(
+        "--recrawl-share 1.5",
+        (*CRAWL, "--recrawl", "--recrawl-share", "1.5", SEED),
+        r"--recrawl-share must be",
+    ),
+    Case(
+        "--recrawl-max-interval below --recrawl-min-interval",
+        (*CRAWL, "--recrawl", "--recrawl-min-interval", "60", "--recrawl-max-interval", "10", SEED),
+        r"--recrawl-max-interval \(10 s\) must not be below",
+    ),
+    Case(
+        "--recrawl with a Redis store",
+        (*CRAWL, "--recrawl", "--store", "redis://127.0.0.1:1", "--crawl-name", "c", SEED),
+        r"--recrawl needs one process .* and a memory or SQLite store",
+    ),
+    Case(
+        "--recrawl with --processes 2",
+        (*CRAWL, "--recrawl", "--processes", "2", SEED),
+        r"--recrawl needs one process",
+    ),
     # -- config files
     Case("a missing --config", (*CRAWL, "--config", "nope.toml", SEED), r"cannot read config"),
     Case(
