@@ -35,9 +35,9 @@ class LiveWeb:
     request log it returns is complete.
     """
 
-    def __init__(self, spec: SandboxSpec, workdir: Path) -> None:
+    def __init__(self, spec: SandboxSpec, workdir: Path, **options: Any) -> None:
         self.spec = spec
-        self.server = SandboxServer(spec, workdir=workdir)
+        self.server = SandboxServer(spec, workdir=workdir, **options)
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._loop: asyncio.AbstractEventLoop | None = None

@@ -41,7 +41,7 @@ def run_recrawl(
     state: Path, *, recrawl: bool = True, store: str = "memory", clock: FakeClock | None = None
 ) -> tuple[ChangingSite, Crawler, float]:
     clock = clock or FakeClock()
-    site = ChangingSite(ORIGIN, PAGES, clock, start_at=1_700_000_000.0)
+    site = ChangingSite(PAGES, clock, start_at=1_700_000_000.0)
     config = CrawlConfig(
         state_dir=state,
         user_agent=UA,

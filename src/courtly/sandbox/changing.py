@@ -13,8 +13,11 @@ validator behaviour (:data:`BEHAVIOURS`):
   bytes change on every fetch, the main text only per version.
 
 Every request is appended to :attr:`ChangingSite.log` (time, URL, request headers,
-status), which the tests audit: politeness gaps, the 304 share, refetch lags. It
-answers ``/robots.txt`` with 404 and is a ``MemoryFetcher`` ``conditional`` handler.
+status), which the tests audit: politeness gaps, the 304 share, refetch lags. Calling
+the site with ``(url, headers)`` makes it a ``MemoryFetcher`` ``conditional`` handler
+(it then answers ``/robots.txt`` with 404 and ``/`` with links to every page); the
+sandbox HTTP server serves it on one of its hosts (``SandboxServer(changing=...)``)
+through :meth:`ChangingSite.answer`, by the server's clock.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from email.utils import formatdate
+from urllib.parse import urlsplit
 
 from courtly.clock import Clock
 
@@ -58,9 +62,8 @@ class SiteRequest:
 
 @dataclass
 class ChangingSite:
-    """The pages of one host (``origin`` like ``http://watch.test``), on ``clock``."""
+    """Pages changing on ``clock``, versions counted from ``start_at``."""
 
-    origin: str
     pages: tuple[ChangingPage, ...]
     clock: Clock
     start_at: float = 0.0
@@ -78,24 +81,39 @@ class ChangingSite:
         self, url: str, headers: Mapping[str, str]
     ) -> tuple[int, list[tuple[str, str]], bytes]:
         now = self.clock.now()
-        reply = self._answer(url, dict(headers), now)
+        path = urlsplit(url).path or "/"
+        date = formatdate(now, usegmt=True)
+        if path == "/robots.txt" or (path != "/" and self.page(path) is None):
+            reply: tuple[int, list[tuple[str, str]], bytes] = (404, [("Date", date)], b"")
+        elif path == "/":
+            links = "".join(f'<a href="{p.path}">{p.path}</a>' for p in self.pages)
+            body = f"<html><body><main>index {links}</main></body></html>".encode()
+            reply = (200, [("Content-Type", "text/html"), ("Date", date)], body)
+        else:
+            return self.answer(path, headers, url)
         self.log.append(SiteRequest(now, url, dict(headers), reply[0]))
         return reply
 
-    def _answer(
-        self, url: str, headers: dict[str, str], now: float
+    def page(self, path: str) -> ChangingPage | None:
+        """The page at ``path``, if it is one of this site's."""
+        return next((p for p in self.pages if p.path == path), None)
+
+    def answer(
+        self, path: str, headers: Mapping[str, str], url: str | None = None
     ) -> tuple[int, list[tuple[str, str]], bytes]:
-        path = url.removeprefix(self.origin) or "/"
-        date = formatdate(now, usegmt=True)
-        if path == "/robots.txt":
-            return 404, [("Date", date)], b""
-        if path == "/":
-            links = "".join(f'<a href="{p.path}">{p.path}</a>' for p in self.pages)
-            body = f"<html><body><main>index {links}</main></body></html>".encode()
-            return 200, [("Content-Type", "text/html"), ("Date", date)], body
-        page = next((p for p in self.pages if p.path == path), None)
+        """Answer a GET of page ``path`` with request ``headers`` (logged as ``url``)."""
+        now = self.clock.now()
+        page = self.page(path)
         if page is None:
-            return 404, [("Date", date)], b""
+            raise KeyError(path)
+        reply = self._answer(page, dict(headers), now)
+        self.log.append(SiteRequest(now, url or path, dict(headers), reply[0]))
+        return reply
+
+    def _answer(
+        self, page: ChangingPage, headers: dict[str, str], now: float
+    ) -> tuple[int, list[tuple[str, str]], bytes]:
+        date = formatdate(now, usegmt=True)
         version = self.version(page, now)
         self._served += 1
         etag, modified = (

@@ -22,13 +22,14 @@ import socket
 import tempfile
 import zlib
 from collections import OrderedDict
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, cast
 
 from courtly.clock import Clock, SystemClock
+from courtly.sandbox.changing import ChangingSite
 from courtly.sandbox.hosts_file import write_hosts_file
 from courtly.sandbox.request_log import RequestLogWriter, RequestRecord
 from courtly.sandbox.resources import BigPage, Document, GzipBomb, Hang, Page, Redirect, Resource
@@ -68,9 +69,11 @@ class DropPlan:
 
 _MAX_HEAD_BYTES = 64 * 1024
 _CACHE_ENTRIES = 4096
+_CONDITIONAL = {"if-none-match": "If-None-Match", "if-modified-since": "If-Modified-Since"}
 _CHUNK_BYTES = 256 * 1024
 _REASONS = {
     200: "OK",
+    304: "Not Modified",
     301: "Moved Permanently",
     302: "Found",
     307: "Temporary Redirect",
@@ -124,10 +127,17 @@ def _prepare(
 
 
 class _Request:
-    __slots__ = ("close", "host", "method", "start_at", "target", "ua")
+    __slots__ = ("close", "conditional", "host", "method", "start_at", "target", "ua")
 
     def __init__(
-        self, method: str, target: str, host: str, ua: str, close: bool, start_at: float
+        self,
+        method: str,
+        target: str,
+        host: str,
+        ua: str,
+        close: bool,
+        start_at: float,
+        conditional: dict[str, str] | None = None,
     ) -> None:
         self.method = method
         self.target = target
@@ -135,6 +145,7 @@ class _Request:
         self.ua = ua
         self.close = close
         self.start_at = start_at
+        self.conditional = conditional  # If-None-Match / If-Modified-Since, when sent
 
 
 class _Connection(asyncio.Protocol):
@@ -279,6 +290,7 @@ class _Connection(asyncio.Protocol):
             return
         host = ua = connection = ""
         length = 0
+        conditional: dict[str, str] | None = None
         for line in header_text.split("\r\n"):
             name, _, value = line.partition(":")
             key = name.strip().lower()
@@ -297,6 +309,9 @@ class _Connection(asyncio.Protocol):
             elif key == "transfer-encoding":
                 self._reject(501)
                 return
+            elif key in _CONDITIONAL:
+                conditional = conditional or {}
+                conditional[_CONDITIONAL[key]] = value.strip()
         if length:
             taken = min(length, len(self.buffer))
             del self.buffer[:taken]
@@ -308,7 +323,9 @@ class _Connection(asyncio.Protocol):
             target = "/" if slash < 0 else rest[slash:]
         close = connection != "keep-alive" if version == "HTTP/1.0" else connection == "close"
         host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
-        request = _Request(method, target, host.lower().rstrip("."), ua, close, start_at)
+        request = _Request(
+            method, target, host.lower().rstrip("."), ua, close, start_at, conditional
+        )
         self.busy = True
         self.server._handle(self, request)
 
@@ -337,8 +354,10 @@ class SandboxServer:
         worker_index: int = 0,
         write_files: bool = True,
         drops: DropPlan | None = None,
+        changing: Mapping[str, ChangingSite] | None = None,
     ) -> None:
         self.spec = spec
+        self._changing = dict(changing or {})
         self._drops = drops if drops is not None and (drops.robots or drops.page_every) else None
         self._robots_cuts: dict[str, Cut] = dict(drops.robots) if drops is not None else {}
         self._page_counts: dict[str, int] = {}
@@ -577,6 +596,10 @@ class SandboxServer:
             refusal = _prepare(405, "text/plain", b"GET or HEAD only\n", [("Allow", "GET, HEAD")])
             self._complete(conn, request, refusal)
             return
+        site = self._changing.get(request.host)
+        if site is not None and site.page(request.target.partition("?")[0]) is not None:
+            self._complete(conn, request, self._changing_page(site, request))
+            return
         if self._drops is not None:
             cut = self._cut_for(request)
             if cut is not None:
@@ -609,6 +632,12 @@ class SandboxServer:
             self._spawn(self._serve_later(conn, request, prepared, retry_after_s))
             return
         self._complete(conn, request, prepared, retry_after_s)
+
+    def _changing_page(self, site: ChangingSite, request: _Request) -> _Prepared:
+        """A page of a :class:`ChangingSite` (``changing=``), answered by its clock."""
+        path = request.target.partition("?")[0]
+        status, headers, body = site.answer(path, request.conditional or {}, request.target)
+        return _Prepared(status, _head(status, headers, len(body)), body)
 
     def _cut_for(self, request: _Request) -> Cut | None:
         """Where :class:`DropPlan` cuts ``request`` off, or ``None`` to answer it."""

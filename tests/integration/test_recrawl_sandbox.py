@@ -1,0 +1,96 @@
+"""``courtly crawl --recrawl`` against the sandbox web with pages changing on its clock.
+
+One host of the small sandbox also serves ``courtly.sandbox.changing`` pages (by the
+server's own clock): an honest page that never changes, one changing every 2 s, one
+with a new ETag on every response. The crawl runs in a subprocess; the test waits for
+evidence in the site's log (the changing page fetched in three versions, the still
+page answered 304 twice, the lying page fetched four times), then stops it with
+SIGINT, and audits the sandbox's request log: no politeness violation of any kind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from courtly.clock import SystemClock
+from courtly.sandbox import SandboxSpec, audit
+from courtly.sandbox.changing import ChangingPage, ChangingSite
+from courtly.sandbox.world import SandboxWorld
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import MIN_DELAY_S, PER_IP, UA, LiveWeb
+else:  # tests/integration is no package: pytest imports its conftest as "conftest"
+    from conftest import MIN_DELAY_S, PER_IP, UA, LiveWeb
+
+pytestmark = pytest.mark.integration
+
+PAGES = (
+    ChangingPage("/watch/still", 1e9),
+    ChangingPage("/watch/fast", 2.0),
+    ChangingPage("/watch/tags", 1e9, "etag_per_response"),
+)
+_WAIT_S = 60.0
+
+
+def test_recrawl_on_the_sandbox_is_polite_gets_304s_and_refetches_changes(
+    tmp_path: Path,
+) -> None:
+    spec = SandboxSpec.small()
+    probe = SandboxWorld(spec, 1)
+    host = next(h.name for h in probe.layout.hosts if h.robots_variant == "missing" and not h.dead)
+    clock = SystemClock()
+    site = ChangingSite(PAGES, clock, start_at=clock.now())
+    web = LiveWeb(spec, tmp_path / "web", clock=clock, changing={host: site})
+    try:
+        seeds = [f"http://{host}:{web.server.port}{p.path}" for p in PAGES]
+        state = tmp_path / "state"
+        command = [
+            sys.executable, "-m", "courtly", "crawl", *seeds,
+            "--state", str(state), "--user-agent", UA,
+            "--hosts-file", str(web.server.hosts_file), "--allow-private-networks",
+            "--min-delay", str(MIN_DELAY_S), "--per-ip", str(PER_IP), "--scope", "host",
+            "--max-depth", "0", "--recrawl", "--recrawl-min-interval", "0.5",
+            "--recrawl-max-interval", "4", "--max-time", str(_WAIT_S), "-q",
+        ]  # fmt: skip
+        crawl = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        try:
+            _wait_for(lambda: _enough(site), crawl, _WAIT_S)
+        finally:
+            crawl.send_signal(signal.SIGINT)
+            crawl.wait(timeout=30)
+    finally:
+        records = web.records()
+    report = audit(records, spec_or_truth=spec, min_delay_s=MIN_DELAY_S, per_ip_cap=PER_IP)
+    assert report.host_overlaps == 0 and report.ip_over_cap == 0, report.summary()
+    assert report.gap_violations == 0 and report.retry_after_violations == 0, report.summary()
+    assert report.disallowed_fetches == 0, report.summary()
+    assert _enough(site), "the crawl stopped before revisiting enough"
+    tags = [r for r in site.log if r.url.endswith("/watch/tags")]
+    assert "If-None-Match" not in tags[-1].headers  # a new ETag every time: no longer sent
+
+
+def _enough(site: ChangingSite) -> bool:
+    """Three versions of the fast page fetched with 200, two 304s of the still page and
+    four fetches of the page with a new ETag every time (two strikes, then not sent)."""
+    fast = PAGES[1]
+    versions = {site.version(fast, r.at) for r in site.log if r.url.endswith(fast.path)
+                and r.status == 200}  # fmt: skip
+    not_modified = sum(r.status == 304 for r in site.log if r.url.endswith("/watch/still"))
+    tags = sum(r.url.endswith("/watch/tags") for r in site.log)
+    return len(versions) >= 3 and not_modified >= 2 and tags >= 4
+
+
+def _wait_for(done: Callable[[], bool], process: subprocess.Popen[bytes], limit_s: float) -> None:
+    """Poll the site's log (evidence, not time) until ``done`` or the crawl exits."""
+    deadline = time.monotonic() + limit_s
+    while not done() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
