@@ -703,3 +703,36 @@ def export(
             finally:
                 partial.unlink(missing_ok=True)
     click.echo(f"{count} catalogue entries", err=True)
+
+
+@main.command()
+@click.option(
+    "--state",
+    "state_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    required=True,
+    help="The state directory of a crawl run with --recrawl.",
+)
+@click.option("--since", help="Only changes at or after TIME (epoch seconds or ISO 8601, UTC).")
+@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
+def changes(state_dir: Path, since: str | None, fmt: str) -> None:
+    """What changed: one JSON line per revisit that found a page changed (URL, when,
+    status and size before and after, SimHash distance, title); see docs/recrawl.md."""
+    from courtly.changes import events_from_bytes, export_jsonl, parse_since
+
+    with _expected_errors():
+        try:
+            since_at = parse_since(since) if since is not None else None
+        except ValueError as error:
+            raise ConfigError(str(error)) from None
+
+        async def read() -> bytes | None:
+            store = _open_existing(state_dir)
+            try:
+                data: bytes | None = await store.get_blob("recrawl", "changes")
+                return data
+            finally:
+                await store.aclose()
+
+        count = export_jsonl(events_from_bytes(run_async(read())), sys.stdout, since=since_at)
+    click.echo(f"{count} changes", err=True)

@@ -35,6 +35,7 @@ from courtly.archive.revisit import (
     write_revisit,
 )
 from courtly.archive.warc import WarcWriter, warc_date
+from courtly.changes import MAX_EVENTS, ChangeEvent, events_from_bytes, events_to_bytes
 from courtly.clock import Clock
 from courtly.config import CrawlConfig
 from courtly.fetch.records import ConditionalFetcher, Fetcher, FetchResult
@@ -46,13 +47,14 @@ from courtly.frontier.recrawl import DAY_S, LaneSchedule
 from courtly.frontier.revisit import Archive, Visit
 from courtly.frontier.revisit_book import RevisitBook
 from courtly.parse.content_type import is_html
-from courtly.parse.fingerprint import content_hash, simhash64
-from courtly.parse.main_text import main_text, text_digest
+from courtly.parse.fingerprint import content_hash, hamming, simhash64
+from courtly.parse.main_text import main_text_and_title, text_digest
 from courtly.store.base import FrontierStore
 
 __all__ = ["Recrawl", "RecrawlCounts", "revisit_allowance"]
 
 _BLOB = ("recrawl", "book")
+_CHANGES = ("recrawl", "changes")
 _FEED_MAX = 256
 
 
@@ -113,12 +115,14 @@ class Recrawl:
         self._saved_at = float("-inf")
         self.counts = RecrawlCounts()
         self.fetches = 0
+        self.changes: list[ChangeEvent] = []
 
     async def start(self) -> None:
         """Load the saved book; every fetched URL it lacks is due now."""
         data = await self._store.get_blob(*_BLOB)
         if data is not None:
             self.book.load(data)
+        self.changes = events_from_bytes(await self._store.get_blob(*_CHANGES))
         now = self._clock.now()
         async for entry in self._store.catalogue():
             if entry.status is not None and entry.skip_reason is None:
@@ -156,8 +160,9 @@ class Recrawl:
         digest = payload_digest(payload) if result.status != 304 else None
         text: int | None = None
         simhash: int | None = None
+        title: str | None = None
         if 200 <= result.status < 300 and is_html(result.header("Content-Type"), result.body):
-            body = main_text(result.body)
+            body, title = main_text_and_title(result.body)
             text, simhash = text_digest(body), simhash64(body)
         elif 200 <= result.status < 300:
             text = content_hash(result.body)  # not HTML: the bytes decide
@@ -171,8 +176,18 @@ class Recrawl:
             body_digest=digest,
             text_digest=text,
             simhash=simhash,
+            content_bytes=len(result.body) if result.status != 304 else None,
         )
         self._count(visit, result.status)
+        if visit.changed and known is not None:
+            distance = None
+            if known.simhash is not None and simhash is not None:
+                distance = hamming(known.simhash, simhash)
+            event = ChangeEvent(
+                url, now, known.status, result.status, known.content_bytes,
+                visit.state.content_bytes, distance, title,
+            )  # fmt: skip
+            self.changes = [*self.changes[-(MAX_EVENTS - 1) :], event]
         position = self._archive(warc, result, visit, record_id)
         return visit, position
 
@@ -250,3 +265,4 @@ class Recrawl:
         if force or now - self._saved_at >= self._save_every_s:
             self._saved_at = now
             await self._store.put_blob(*_BLOB, self.book.to_bytes())
+            await self._store.put_blob(*_CHANGES, events_to_bytes(self.changes))

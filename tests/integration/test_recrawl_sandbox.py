@@ -10,6 +10,7 @@ SIGINT, and audits the sandbox's request log: no politeness violation of any kin
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -20,7 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from click.testing import CliRunner
 
+from courtly.cli import main as cli_main
 from courtly.clock import SystemClock
 from courtly.sandbox import SandboxSpec, audit
 from courtly.sandbox.changing import ChangingPage, ChangingSite
@@ -76,6 +79,18 @@ def test_recrawl_on_the_sandbox_is_polite_gets_304s_and_refetches_changes(
     assert _enough(site), "the crawl stopped before revisiting enough"
     tags = [r for r in site.log if r.url.endswith("/watch/tags")]
     assert "If-None-Match" not in tags[-1].headers  # a new ETag every time: no longer sent
+
+    # The seeds' small crawler: `courtly crawl --recrawl` over a list, then `courtly changes`.
+    listed = CliRunner().invoke(cli_main, ["changes", "--state", str(state)])
+    assert listed.exit_code == 0, listed.output
+    events = [json.loads(line) for line in listed.stdout.splitlines()]
+    assert events and {e["url"].rsplit("/", 1)[1] for e in events} == {"fast"}
+    assert all(e["status_before"] == e["status"] == 200 for e in events)
+    assert all(e["simhash_distance"] is not None and e["title"] is None for e in events)
+    later = CliRunner().invoke(
+        cli_main, ["changes", "--state", str(state), "--since", str(events[-1]["at"])]
+    )
+    assert later.exit_code == 0 and len(later.stdout.splitlines()) >= 1
 
 
 def _enough(site: ChangingSite) -> bool:

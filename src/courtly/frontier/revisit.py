@@ -57,7 +57,8 @@ class RevisitState:
     ``unchanged_s`` sums the intervals after which nothing changed, ``changed_ring``
     holds the last :data:`RING` intervals after which something did. ``lm_changes`` /
     ``lm_observed_s`` feed the Last-Modified estimator. ``body_digest`` is the payload's
-    ``sha1:`` label (the WARC's), ``text_digest``/``simhash`` are of the main text.
+    ``sha1:`` label (the WARC's), ``text_digest``/``simhash`` are of the main text,
+    ``content_bytes`` the decoded body's length.
     ``warc_record_id``/``warc_date`` name the last full response archived (what a
     revisit record refers to).
     """
@@ -76,6 +77,7 @@ class RevisitState:
     body_digest: str | None = None
     text_digest: int | None = None
     simhash: int | None = None
+    content_bytes: int | None = None
     last_fetch_at: float | None = None
     last_change_at: float | None = None
     change_rate_per_s: float = 0.0
@@ -110,6 +112,7 @@ def observe(
     body_digest: str | None,
     text_digest: int | None,
     simhash: int | None,
+    content_bytes: int | None = None,
 ) -> Visit:
     """Fold one visit at ``at`` into ``state`` (rules in the module docstring).
 
@@ -162,6 +165,7 @@ def observe(
         body_digest=body_digest,
         text_digest=text_digest,
         simhash=simhash,
+        content_bytes=content_bytes,
         last_fetch_at=at,
     )
     if unchanged:

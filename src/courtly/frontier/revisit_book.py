@@ -87,6 +87,7 @@ class RevisitBook:
         body_digest: str | None = None,
         text_digest: int | None = None,
         simhash: int | None = None,
+        content_bytes: int | None = None,
     ) -> Visit:
         """Fold a visit of ``url`` at ``now`` in and schedule the next."""
         old = self.states.get(url) or RevisitState(url)
@@ -98,6 +99,7 @@ class RevisitBook:
             body_digest=body_digest,
             text_digest=text_digest,
             simhash=simhash,
+            content_bytes=content_bytes,
         )
         self._since_fit += 1
         if self._since_fit >= REFIT_EVERY:

@@ -24,7 +24,7 @@ import re
 from selectolax.lexbor import LexborHTMLParser
 from xxhash import xxh3_64_intdigest
 
-__all__ = ["BOILERPLATE_WORDS", "main_text", "text_digest"]
+__all__ = ["BOILERPLATE_WORDS", "main_text", "main_text_and_title", "text_digest"]
 
 _STRIP_TAGS = [
     "script",
@@ -65,7 +65,14 @@ _BOILERPLATE = re.compile(r"(?:^|[\s_-])(?:" + "|".join(BOILERPLATE_WORDS) + r")
 
 def main_text(html: bytes | str) -> str:
     """The main text of ``html`` (module docstring), whitespace collapsed; "" for none."""
+    return main_text_and_title(html)[0]
+
+
+def main_text_and_title(html: bytes | str) -> tuple[str, str | None]:
+    """:func:`main_text` and the page's ``<title>`` (collapsed, ``None`` if empty), one parse."""
     tree = LexborHTMLParser(html)
+    title_node = tree.css_first("title")
+    title = " ".join(title_node.text().split()) if title_node is not None else ""
     tree.strip_tags(_STRIP_TAGS)
     doomed = []
     for node in tree.css("[id], [class], [data-nosnippet], [aria-hidden]"):
@@ -81,8 +88,8 @@ def main_text(html: bytes | str) -> str:
         node.decompose()
     root = tree.css_first("main") or tree.css_first("article") or tree.body or tree.root
     if root is None:
-        return ""
-    return " ".join(root.text(deep=True, separator=" ").split())
+        return "", title or None
+    return " ".join(root.text(deep=True, separator=" ").split()), title or None
 
 
 def text_digest(text: str) -> int:
