@@ -615,7 +615,7 @@ class Crawler:
             # Cleared before looking, so a completion from here on wakes the wait below.
             self._wake.clear()
             if self.recrawl is not None:  # due URLs back into the frontier, within the share
-                await self.recrawl.feed(self.frontier.config.budget, in_flight=self._in_flight)
+                await self.recrawl.feed(self.frontier.config.budget)
             free = scaler.desired - self._in_flight
             if max_pages is not None:
                 if self.stats.pages + self._in_flight >= max_pages:

@@ -58,19 +58,21 @@ _CHANGES = ("recrawl", "changes")
 _FEED_MAX = 256
 
 
-def revisit_allowance(
-    share: float, revisits: int, fetches: int, *, discovery_waiting: bool, in_flight: int = 0
-) -> int:
-    """How many more revisits may start now: with discovery work waiting, revisits stay at
-    most ``share`` of all fetches (``revisits`` of ``fetches``, plus ``in_flight``);
-    with none, the idle share is lent out (no bound)."""
-    if not discovery_waiting:
+def revisit_allowance(share: float, admitted: int, fetches: int, *, discovery_waiting: bool) -> int:
+    """How many more revisits may be admitted now.
+
+    ``admitted`` counts every revisit admitted so far (fetched or still pending),
+    ``fetches`` every fetch made plus the pending revisits. With discovery work
+    waiting, admitting k keeps ``admitted + k <= share * (fetches + k)``, so revisits
+    are at most ``share`` of the fetches (the first one is always allowed when
+    ``share > 0``); with none waiting, the idle share is lent out (no bound).
+    """
+    if not discovery_waiting or share >= 1.0:
         return _FEED_MAX
-    if share >= 1.0:
-        return _FEED_MAX
-    # revisits + k <= share * (fetches + in_flight + k)  <=>  k <= (share*(f+i) - r)/(1-share)
-    room = (share * (fetches + in_flight) - revisits) / (1.0 - share)
-    return max(0, min(_FEED_MAX, int(room) + (1 if revisits == 0 and share > 0 else 0)))
+    room = math.floor((share * fetches - admitted) / (1.0 - share) + 1e-9)
+    if room <= 0 and admitted == 0 and share > 0:
+        room = 1
+    return max(0, min(_FEED_MAX, room))
 
 
 @dataclass
@@ -223,7 +225,7 @@ class Recrawl:
                 self.book.archived(state.url, record_id, warc_date(result.started_at))
         return (position.filename, position.offset, position.length)
 
-    async def feed(self, budget: BudgetConfig, *, in_flight: int) -> int:
+    async def feed(self, budget: BudgetConfig) -> int:
         """Put due URLs back into the frontier (within the share); how many went in."""
         now = self._clock.now()
         upcoming = self.book.next_due_at()
@@ -231,12 +233,12 @@ class Recrawl:
             return 0
         counts = await self._store.counts(now)
         discovery_waiting = counts.queued + counts.leased > len(self.book.out)
+        pending = len(self.book.out)
         room = revisit_allowance(
             self._share,
-            self.counts.revisits,
-            self.fetches,
+            self.counts.revisits + pending,
+            self.fetches + pending,
             discovery_waiting=discovery_waiting,
-            in_flight=in_flight,
         )
         due = self.book.take_due(now, room)
         if not due:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from collections import Counter
+from collections.abc import Mapping
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
@@ -18,7 +19,7 @@ from warcio.archiveiterator import ArchiveIterator
 from courtly.clock import FakeClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, Page
-from courtly.fetch.memory import MemoryFetcher
+from courtly.fetch.memory import MemoryFetcher, Reply
 from courtly.sandbox.changing import ChangingPage, ChangingSite, SiteRequest
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
@@ -145,3 +146,52 @@ def test_a_finished_crawl_resumed_with_recrawl_starts_revisiting_conditionally(
     assert still and still[0].headers.get("If-None-Match") == '"/still-0"'
     assert still[0].status == 304
     assert crawler.recrawl is not None and crawler.recrawl.counts.revisits >= len(PAGES)
+
+
+def test_revisits_keep_to_their_share_while_discovery_waits(tmp_path: Path) -> None:
+    clock = FakeClock()
+    site = ChangingSite((ChangingPage("/fast", 10.0), ChangingPage("/still", 1e9)), clock)
+    bulk_pages = 200
+    fetched: list[tuple[str, bool]] = []  # (URL, fetched before) of every page request
+    seen: set[str] = set()
+
+    def answer(url: str, headers: Mapping[str, str]) -> Reply:
+        if not url.endswith("/robots.txt"):
+            fetched.append((url, url in seen))
+            seen.add(url)
+        if url.startswith("http://bulk.test/"):
+            if url.endswith("/robots.txt"):
+                return 404
+            n = int(url.rsplit("/p", 1)[1] or 0) if "/p" in url else 0
+            link = f'<a href="/p{n + 1}">next</a>' if n + 1 < bulk_pages else ""
+            return 200, {"Content-Type": "text/html"}, f"<main>{n}{link}</main>".encode()
+        return site(url, headers)
+
+    share = 0.2
+    config = CrawlConfig(
+        state_dir=tmp_path / "state",
+        user_agent=UA,
+        seeds=(ORIGIN + "/", "http://bulk.test/p0"),
+        min_delay_s=MIN_DELAY_S,
+        delay_factor=0.0,
+        concurrency=2,
+        store="memory",
+        follow_sitemaps=False,
+        progress_interval_s=60.0,
+        recrawl=True,
+        recrawl_share=share,
+        recrawl_min_interval_s=MIN_S,
+        recrawl_max_interval_s=MAX_S,
+    )
+    crawler: Crawler
+
+    def on_page(page: Page) -> None:
+        if sum(1 for url, _ in fetched if "bulk.test" in url) >= bulk_pages:
+            crawler.request_stop("max_time")
+
+    fetcher = MemoryFetcher(lambda url: 404, clock, conditional=answer)
+    crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
+    asyncio.run(crawler.run())
+    revisits = sum(again for _, again in fetched)
+    # discovery waited the whole time: revisits at most their share (+1: the first one)
+    assert 0 < revisits <= share * len(fetched) + 1, (revisits, len(fetched))
