@@ -22,12 +22,11 @@ import uuid
 from dataclasses import dataclass
 
 from courtly.archive.warc import (
-    _EMPTY_SHA1,
     WarcPosition,
     WarcWriter,
     _header_block,
     _record,
-    _request_block,
+    _request_record,
     _response_headers,
     _sha1_label,
     _status_line,
@@ -96,16 +95,5 @@ def write_revisit(
     revisit = _record(
         "revisit", revisit_id, fields, "application/http; msgtype=response", block, digests
     )
-    request_block = _request_block(result)
-    request = _record(
-        "request",
-        request_id,
-        [*common, ("WARC-Concurrent-To", f"<urn:uuid:{revisit_id}>")],
-        "application/http; msgtype=request",
-        request_block,
-        [
-            ("WARC-Payload-Digest", _EMPTY_SHA1),
-            ("WARC-Block-Digest", _sha1_label(hashlib.sha1(request_block).digest())),
-        ],
-    )
+    request = _request_record(result, request_id, common, revisit_id)
     return writer.write_records([revisit, request])

@@ -198,6 +198,24 @@ def _request_block(result: FetchResult) -> bytes:
     return _header_block(f"GET {target} HTTP/{result.http_version}", headers)
 
 
+def _request_record(
+    result: FetchResult, record_id: str, common: list[tuple[str, str]], concurrent_to: str
+) -> bytes:
+    """The ``request`` record of ``result``, ``WARC-Concurrent-To`` the record it goes with."""
+    block = _request_block(result)
+    return _record(
+        "request",
+        record_id,
+        [*common, ("WARC-Concurrent-To", f"<urn:uuid:{concurrent_to}>")],
+        "application/http; msgtype=request",
+        block,
+        [
+            ("WARC-Payload-Digest", _EMPTY_SHA1),
+            ("WARC-Block-Digest", _sha1_label(hashlib.sha1(block).digest())),
+        ],
+    )
+
+
 def _status_line(result: FetchResult) -> str:
     reason = result.reason
     if not reason:
@@ -427,18 +445,7 @@ class WarcWriter:
                 ("WARC-Block-Digest", _sha1_label(block_digest.digest())),
             ],
         )
-        request_block = _request_block(result)
-        request = _record(
-            "request",
-            request_id,
-            [*common, ("WARC-Concurrent-To", f"<urn:uuid:{response_id}>")],
-            "application/http; msgtype=request",
-            request_block,
-            [
-                ("WARC-Payload-Digest", _EMPTY_SHA1),
-                ("WARC-Block-Digest", _sha1_label(hashlib.sha1(request_block).digest())),
-            ],
-        )
+        request = _request_record(result, request_id, common, response_id)
         return self.write_records([response, request])
 
     def write_records(self, records: list[bytes]) -> WarcPosition:
