@@ -270,6 +270,18 @@ def _setup_logging(verbose: int, quiet: bool, progress: LogProgress | RichProgre
     help="Shortest revisit interval of a URL, seconds [3600].",
 )
 @click.option(
+    "--news",
+    multiple=True,
+    help="Regex of news pages (repeatable): their own revisit lane, first in the front "
+    "queues, with a lower floor (--news-min-interval).",
+)
+@click.option(
+    "--news-min-interval",
+    "news_min_interval_s",
+    type=float,
+    help="Shortest revisit interval of a news page, seconds [a quarter of --recrawl-min-interval].",
+)
+@click.option(
     "--recrawl-max-interval",
     "recrawl_max_interval_s",
     type=float,
@@ -382,7 +394,7 @@ def _build_config(
     if no_sitemaps:
         values["follow_sitemaps"] = False
     for key, value in flags.items():
-        if value is not None:
+        if value is not None and value != ():  # () is a repeatable flag not given
             values[key] = value
     if "state_dir" not in values:
         raise click.UsageError("--state DIR is required (or state in the config file)")

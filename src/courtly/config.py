@@ -171,6 +171,13 @@ class CrawlConfig:
     """Shortest revisit interval of a URL (and the least time from a fetch to its revisit)."""
     recrawl_max_interval_s: float = 30 * 86_400.0
     """Longest revisit interval: even a page that never changes is fetched this often."""
+    news: tuple[str, ...] = ()
+    """Regexes of news pages (hubs, feeds): their own revisit lane, front-queue level 0 and
+    a lower floor (``news_min_interval_s``). Pages that keep hitting the ordinary floor
+    join the lane by themselves."""
+    news_min_interval_s: float | None = None
+    """Shortest revisit interval in the news lane; ``None``: a quarter of
+    ``recrawl_min_interval_s`` (15 minutes by default)."""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
     """Unknown TOML keys, kept so they can be reported."""
 
@@ -202,6 +209,11 @@ class CrawlConfig:
                 "--recrawl needs one process (--processes 1) and a memory or SQLite store: "
                 "the Redis store and partitioned crawls cannot queue known URLs again yet"
             )
+        for pattern in self.news:
+            try:
+                re.compile(pattern)
+            except re.error as error:
+                raise ConfigError(f"bad --news regex {pattern!r}: {error}") from None
         if self.recrawl_max_interval_s < self.recrawl_min_interval_s:
             raise ConfigError(
                 f"--recrawl-max-interval ({self.recrawl_max_interval_s:g} s) must not be below "
@@ -275,6 +287,7 @@ _RULES: Final[dict[str, _Rule]] = {
     "host_key": _Rule("choice", choices=("host", "domain")),
     "include": _Rule("list"),
     "exclude": _Rule("list"),
+    "news": _Rule("list"),
     "max_depth": _Rule("count", low=0, optional=True),
     "max_queued_per_host": _Rule("count", low=1, optional=True),
     "max_requests_per_host": _Rule("count", low=1, optional=True),
@@ -294,6 +307,7 @@ _RULES: Final[dict[str, _Rule]] = {
     "recrawl_share": _Rule("number", low=0.0, high=1.0),
     "recrawl_min_interval_s": _Rule("seconds", low=0.0, above=True),
     "recrawl_max_interval_s": _Rule("seconds", low=0.0, above=True),
+    "news_min_interval_s": _Rule("seconds", low=0.0, above=True, optional=True),
 }
 _FLAGS: Final = {
     "state_dir": "--state",
@@ -312,6 +326,7 @@ _FLAGS: Final = {
     "warc_gzip_level": "warc-gzip-level",
     "recrawl_min_interval_s": "--recrawl-min-interval",
     "recrawl_max_interval_s": "--recrawl-max-interval",
+    "news_min_interval_s": "--news-min-interval",
 }
 
 
@@ -422,6 +437,7 @@ _ALIASES = {
     "lease_ttl": "lease_ttl_s",
     "recrawl_min_interval": "recrawl_min_interval_s",
     "recrawl_max_interval": "recrawl_max_interval_s",
+    "news_min_interval": "news_min_interval_s",
 }
 
 

@@ -21,8 +21,10 @@ millions of URLs).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
+import re
 import uuid
 from dataclasses import dataclass
 from typing import cast
@@ -42,6 +44,7 @@ from courtly.fetch.records import ConditionalFetcher, Fetcher, FetchResult
 from courtly.fetch.validators import Validators
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.frontier import Candidate, Frontier
+from courtly.frontier.news_lane import NEWS, news_schedule
 from courtly.frontier.records import AddStatus
 from courtly.frontier.recrawl import DAY_S, LaneSchedule
 from courtly.frontier.revisit import Archive, Visit
@@ -112,7 +115,16 @@ class Recrawl:
         self._frontier = frontier
         self._clock = clock
         self._share = config.recrawl_share
-        self.book = RevisitBook(lane, None, rng or random.Random())
+        news_floor = config.news_min_interval_s
+        if news_floor is None:
+            news_floor = lane.min_s / 4
+        self.book = RevisitBook(
+            lane,
+            None,
+            rng or random.Random(),
+            news=news_schedule(min(news_floor, lane.max_s), lane.max_s),
+            news_patterns=[re.compile(p) for p in config.news],
+        )
         self._save_every_s = save_every_s
         self._saved_at = float("-inf")
         self.counts = RecrawlCounts()
@@ -243,9 +255,13 @@ class Recrawl:
         due = self.book.take_due(now, room)
         if not due:
             return 0
+        queued_url = self._frontier.queued_url
+        top = self._frontier.config.queues.levels - 1
         entries = [
-            self._frontier.queued_url(
-                Candidate(d.url, depth=d.depth, is_recrawl=True), canonical=True
+            # news revisits first (level 0), ordinary ones next (level 1)
+            dataclasses.replace(
+                queued_url(Candidate(d.url, depth=d.depth, is_recrawl=True), canonical=True),
+                level=0 if d.lane == NEWS else min(1, top),
             )
             for d in due
         ]

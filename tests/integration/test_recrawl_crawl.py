@@ -195,3 +195,59 @@ def test_revisits_keep_to_their_share_while_discovery_waits(tmp_path: Path) -> N
     revisits = sum(again for _, again in fetched)
     # discovery waited the whole time: revisits at most their share (+1: the first one)
     assert 0 < revisits <= share * len(fetched) + 1, (revisits, len(fetched))
+
+
+def test_news_pages_get_their_own_lane_below_the_ordinary_floor(tmp_path: Path) -> None:
+    clock = FakeClock()
+    period = 10.0
+    pages = (
+        ChangingPage("/hub", period),  # marked by --news
+        ChangingPage("/busy", 5.0),  # found by its history
+        ChangingPage("/calm", 1e9),
+    )
+    site = ChangingSite(pages, clock, start_at=clock.now())
+    floor = 40.0
+    config = CrawlConfig(
+        state_dir=tmp_path / "state",
+        user_agent=UA,
+        seeds=(ORIGIN + "/",),
+        min_delay_s=MIN_DELAY_S,
+        delay_factor=0.0,
+        concurrency=2,
+        store="memory",
+        follow_sitemaps=False,
+        progress_interval_s=60.0,
+        recrawl=True,
+        recrawl_min_interval_s=floor,
+        recrawl_max_interval_s=600.0,
+        news=(r"/hub$",),
+        news_min_interval_s=period / 2,
+    )
+    end_at = clock.now() + 3_000.0
+    crawler: Crawler
+
+    def on_page(page: Page) -> None:
+        if clock.now() >= end_at:
+            crawler.request_stop("max_time")
+
+    fetcher = MemoryFetcher(lambda url: 404, clock, conditional=site)
+    crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
+    asyncio.run(crawler.run())
+    assert crawler.recrawl is not None
+    states = crawler.recrawl.book.states
+    assert states[ORIGIN + "/hub"].lane == 0 and states[ORIGIN + "/busy"].lane == 0
+    assert states[ORIGIN + "/calm"].lane == 1
+
+    times = [r.at for r in site.log]
+    assert all(b - a >= MIN_DELAY_S - 1e-9 for a, b in itertools.pairwise(times))  # polite
+    hub = [r for r in site.log if r.url.endswith("/hub")]
+    gaps = [b.at - a.at for a, b in itertools.pairwise(hub)]
+    assert min(gaps) >= period / 2 * 0.95 - 1e-9  # the news floor holds
+    assert sorted(gaps)[len(gaps) // 2] < floor  # and is well below the ordinary floor
+    # a new version of the hub is fetched within 2 publication intervals (median)
+    first_seen: dict[int, float] = {}
+    for r in hub:
+        if r.status == 200:
+            first_seen.setdefault(site.version(pages[0], r.at), r.at)
+    lags = sorted(at - site.changed_at(pages[0], v) for v, at in first_seen.items() if v)
+    assert lags and lags[len(lags) // 2] <= 2 * period

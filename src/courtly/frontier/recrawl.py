@@ -57,12 +57,22 @@ _BISECT_STEPS = 100
 class LaneSchedule:
     """One lane's revisit bounds: ``min_s``/``max_s`` clamp every interval (seconds),
     ``default_s`` is the interval before the history says anything (the first visits),
-    ``weight`` the importance w of its pages in the harmonic-staleness cost."""
+    ``weight`` the importance w of its pages in the harmonic-staleness cost.
+    ``visits_per_url_s`` is the lane's revisit budget per URL (visits per second) that its
+    μ is fitted to; ``None``: one visit per ``default_s`` (the uniform policy's budget)."""
 
     min_s: float
     max_s: float
     default_s: float
     weight: float = 1.0
+    visits_per_url_s: float | None = None
+
+    @property
+    def budget_per_url_s(self) -> float:
+        """``visits_per_url_s``, or one visit per ``default_s``."""
+        if self.visits_per_url_s is not None:
+            return self.visits_per_url_s
+        return 1.0 / self.default_s
 
     def __post_init__(self) -> None:
         if not 0 < self.min_s <= self.default_s <= self.max_s:

@@ -60,7 +60,8 @@ class RevisitState:
     ``sha1:`` label (the WARC's), ``text_digest``/``simhash`` are of the main text,
     ``content_bytes`` the decoded body's length.
     ``warc_record_id``/``warc_date`` name the last full response archived (what a
-    revisit record refers to).
+    revisit record refers to). ``lane`` is 0 (news) or 1 (ordinary);
+    ``floor_streak`` counts schedules in a row that put the URL at its lane's floor.
     """
 
     url: str
@@ -82,6 +83,7 @@ class RevisitState:
     last_change_at: float | None = None
     change_rate_per_s: float = 0.0
     interval_s: float | None = None
+    floor_streak: int = 0
     next_due_at: float | None = None
     warc_record_id: str | None = None
     warc_date: str | None = None
@@ -231,4 +233,7 @@ def schedule(
         rate = estimate_rate(state, lane)
         interval = recrawl_interval(rate, lane.weight, mu, lane, previous_s=state.interval_s)
     due = next_due_at(now, last, interval, lane, jitter=jitter)
-    return replace(state, change_rate_per_s=rate, interval_s=interval, next_due_at=due)
+    streak = state.floor_streak + 1 if interval <= lane.min_s else 0
+    return replace(
+        state, change_rate_per_s=rate, interval_s=interval, floor_streak=streak, next_due_at=due
+    )

@@ -23,11 +23,13 @@ import dataclasses
 import heapq
 import json
 import random
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from courtly.fetch.validators import Validators, conditional_headers
+from courtly.frontier.news_lane import NEWS, ORDINARY, lane_of
 from courtly.frontier.recrawl import LaneSchedule, fit_mu
 from courtly.frontier.revisit import RevisitState, Visit, estimate_rate, observe, schedule
 
@@ -44,23 +46,35 @@ class DueUrl:
     url: str
     depth: int
     due_at: float
+    lane: int = ORDINARY
 
 
 class RevisitBook:
     """Revisit states and the due heap (module docstring). ``budget_per_s`` is the revisit
-    rate the lane's μ is fitted to (visits per second over all its URLs); ``None``: as
-    many as visiting every URL once per the lane's default interval (the uniform policy's
-    budget, spent where it buys the most freshness)."""
+    rate each lane's μ is fitted to (visits per second over all its URLs); ``None``: each
+    lane's :attr:`LaneSchedule.budget_per_url_s` times its URLs (for the ordinary lane,
+    every URL once per its default interval: the uniform policy's budget, spent where it
+    buys the most freshness)."""
 
-    def __init__(self, lane: LaneSchedule, budget_per_s: float | None, rng: random.Random) -> None:
+    def __init__(
+        self,
+        lane: LaneSchedule,
+        budget_per_s: float | None,
+        rng: random.Random,
+        *,
+        news: LaneSchedule | None = None,
+        news_patterns: Sequence[re.Pattern[str]] = (),
+    ) -> None:
         self.lane = lane
+        self.lanes = {ORDINARY: lane, NEWS: news if news is not None else lane}
+        self._patterns = tuple(news_patterns)
         self.budget_per_s = budget_per_s
         self._rng = rng
         self.states: dict[str, RevisitState] = {}
         self._depths: dict[str, int] = {}
         self._heap: list[tuple[float, str]] = []
         self.out: set[str] = set()
-        self.mu = 1.0
+        self.mu = {ORDINARY: 1.0, NEWS: 1.0}
         self._since_fit = REFIT_EVERY
 
     def __len__(self) -> int:
@@ -104,7 +118,12 @@ class RevisitBook:
         self._since_fit += 1
         if self._since_fit >= REFIT_EVERY:
             self._refit()
-        new = schedule(visit.state, now=now, mu=self.mu, lane=self.lane, jitter=self._jitter())
+        state = visit.state
+        lane_id = lane_of(url, state.lane, state.floor_streak, self._patterns)
+        if lane_id != state.lane:
+            state = dataclasses.replace(state, lane=lane_id, floor_streak=0)
+        lane = self.lanes[lane_id]
+        new = schedule(state, now=now, mu=self.mu[lane_id], lane=lane, jitter=self._jitter())
         self.states[url] = new
         self._depths.setdefault(url, depth)
         self.out.discard(url)
@@ -161,7 +180,7 @@ class RevisitBook:
                 break
             due_at, url = heapq.heappop(self._heap)
             self.out.add(url)
-            taken.append(DueUrl(url, self._depths.get(url, 0), due_at))
+            taken.append(DueUrl(url, self._depths.get(url, 0), due_at, self.states[url].lane))
         return taken
 
     def give_back(self, url: str, due_at: float) -> None:
@@ -186,16 +205,16 @@ class RevisitBook:
         return self._rng.uniform(0.95, 1.05)
 
     def _refit(self) -> None:
+        """Re-fit each lane's μ to its budget (by default: its URLs once per its default)."""
         self._since_fit = 0
-        lane = self.lane
-        pages = [
-            (estimate_rate(s, lane), lane.weight) for s in self.states.values() if s.comparisons
-        ]
-        budget = self.budget_per_s
-        if budget is None:
-            budget = len(self.states) / lane.default_s
-        if pages and budget > 0:
-            self.mu = fit_mu(pages, budget, lane)
+        for lane_id, lane in self.lanes.items():
+            states = [s for s in self.states.values() if s.lane == lane_id]
+            pages = [(estimate_rate(s, lane), lane.weight) for s in states if s.comparisons]
+            budget = self.budget_per_s
+            if budget is None:
+                budget = len(states) * lane.budget_per_url_s
+            if pages and budget > 0:
+                self.mu[lane_id] = fit_mu(pages, budget, lane)
 
     # -- persistence --------------------------------------------------------------------------
 
@@ -213,7 +232,7 @@ class RevisitBook:
         document = json.loads(data)
         if document.get("format") != _FORMAT:
             raise ValueError(f"unknown revisit book format {document.get('format')!r}")
-        self.mu = float(document["mu"])
+        self.mu = {int(k): float(v) for k, v in document["mu"].items()}
         self.states.clear()
         self._heap.clear()
         self.out.clear()
@@ -232,7 +251,8 @@ class RevisitBook:
         if out and state.next_due_at is not None:
             # It was in the frontier when saved: its visit is noted when it is fetched; if
             # the store lost it, it is due again once the longest interval has passed.
-            state = dataclasses.replace(state, next_due_at=state.next_due_at + self.lane.max_s)
+            later = state.next_due_at + self.lanes[state.lane].max_s
+            state = dataclasses.replace(state, next_due_at=later)
             self.states[state.url] = state
         if state.next_due_at is not None:
             self._heap.append((state.next_due_at, state.url))
