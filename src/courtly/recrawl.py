@@ -52,6 +52,7 @@ from courtly.frontier.revisit_book import RevisitBook
 from courtly.parse.content_type import is_html
 from courtly.parse.fingerprint import content_hash, hamming, simhash64
 from courtly.parse.main_text import main_text_and_title, text_digest
+from courtly.parse.near_duplicates import NearDuplicateIndex
 from courtly.store.base import FrontierStore
 
 __all__ = ["Recrawl", "RecrawlCounts", "revisit_allowance"]
@@ -130,6 +131,8 @@ class Recrawl:
         self.counts = RecrawlCounts()
         self.fetches = 0
         self.changes: list[ChangeEvent] = []
+        self._near = NearDuplicateIndex()
+        self._texts: dict[int, str] = {}  # main-text digest -> the first URL with it
 
     async def start(self) -> None:
         """Load the saved book; every fetched URL it lacks is due now."""
@@ -137,6 +140,8 @@ class Recrawl:
         if data is not None:
             self.book.load(data)
         self.changes = events_from_bytes(await self._store.get_blob(*_CHANGES))
+        for state in self.book.states.values():
+            self._index(state.url, state.text_digest, state.simhash)
         now = self._clock.now()
         async for entry in self._store.catalogue():
             if entry.status is not None and entry.skip_reason is None:
@@ -193,6 +198,8 @@ class Recrawl:
             content_bytes=len(result.body) if result.status != 304 else None,
         )
         self._count(visit, result.status)
+        if text is not None and simhash is not None:
+            self._mark_duplicates(url, text, simhash)
         if visit.changed and known is not None:
             distance = None
             if known.simhash is not None and simhash is not None:
@@ -204,6 +211,24 @@ class Recrawl:
             self.changes = [*self.changes[-(MAX_EVENTS - 1) :], event]
         position = self._archive(warc, result, visit, record_id)
         return visit, position
+
+    def _index(self, url: str, text: int | None, simhash: int | None) -> None:
+        if text is not None:
+            self._texts.setdefault(text, url)
+        if simhash is not None:
+            self._near.add(url, simhash)
+
+    def _mark_duplicates(self, url: str, text: int, simhash: int) -> None:
+        """Record ``duplicate_of`` (same main text, another URL seen first) and
+        ``near_duplicate_of`` (the nearest other URL within the index's k bits)."""
+        first = self._texts.setdefault(text, url)
+        near = self._near.find(simhash, exclude=url)
+        self._near.add(url, simhash)
+        self.book.mark(
+            url,
+            duplicate_of=first if first != url else None,
+            near_duplicate_of=near[0][1] if near else None,
+        )
 
     def _count(self, visit: Visit, status: int) -> None:
         if status == 304:

@@ -251,3 +251,55 @@ def test_news_pages_get_their_own_lane_below_the_ordinary_floor(tmp_path: Path) 
             first_seen.setdefault(site.version(pages[0], r.at), r.at)
     lags = sorted(at - site.changed_at(pages[0], v) for v, at in first_seen.items() if v)
     assert lags and lags[len(lags) // 2] <= 2 * period
+
+
+def test_duplicates_across_urls_are_recorded(tmp_path: Path) -> None:
+    clock = FakeClock()
+    words = " ".join(f"w{i}" for i in range(300))
+    bodies = {
+        "/": "<main>" + "".join(f'<a href="/{p}">{p}</a>' for p in "abcd") + "</main>",
+        "/a": f"<main>{words} end</main>",
+        "/b": f"<main>{words} end</main><footer>another template</footer>",
+        "/c": f"<main>{words} fin</main>",
+        "/d": "<main>" + " ".join(f"z{i}" for i in range(300)) + "</main>",
+    }
+
+    def answer(url: str) -> Reply:
+        path = url.removeprefix("http://dup.test")
+        if path not in bodies:
+            return 404
+        return 200, {"Content-Type": "text/html"}, bodies[path].encode()
+
+    config = CrawlConfig(
+        state_dir=tmp_path / "state",
+        user_agent=UA,
+        seeds=("http://dup.test/",),
+        min_delay_s=MIN_DELAY_S,
+        delay_factor=0.0,
+        concurrency=1,
+        store="memory",
+        follow_sitemaps=False,
+        progress_interval_s=60.0,
+        recrawl=True,
+        recrawl_min_interval_s=MIN_S,
+        recrawl_max_interval_s=MAX_S,
+    )
+    crawler: Crawler
+
+    def on_page(page: Page) -> None:
+        if clock.now() >= clock_start + 300:
+            crawler.request_stop("max_time")
+
+    clock_start = clock.now()
+    crawler = Crawler(config, clock=clock, fetcher=MemoryFetcher(answer, clock), on_page=on_page)
+    asyncio.run(crawler.run())
+    assert crawler.recrawl is not None
+    states = crawler.recrawl.book.states
+    marked = {u: (states[u].duplicate_of, states[u].near_duplicate_of) for u in states}
+    a, b = "http://dup.test/a", "http://dup.test/b"
+    # /a and /b share their main text: the one fetched later is an exact duplicate
+    assert sorted([marked[a][0] or "", marked[b][0] or ""]) in (["", a], ["", b])
+    assert marked[a][0] in (None, b) and marked[b][0] in (None, a)
+    assert marked["http://dup.test/c"][0] is None
+    assert marked["http://dup.test/c"][1] in {"http://dup.test/a", "http://dup.test/b"}
+    assert marked["http://dup.test/d"] == (None, None)

@@ -62,6 +62,8 @@ class RevisitState:
     ``warc_record_id``/``warc_date`` name the last full response archived (what a
     revisit record refers to). ``lane`` is 0 (news) or 1 (ordinary);
     ``floor_streak`` counts schedules in a row that put the URL at its lane's floor.
+    ``duplicate_of`` names another URL with the same main text, ``near_duplicate_of``
+    one whose SimHash is within a few bits (:mod:`courtly.parse.near_duplicates`).
     """
 
     url: str
@@ -87,6 +89,8 @@ class RevisitState:
     next_due_at: float | None = None
     warc_record_id: str | None = None
     warc_date: str | None = None
+    duplicate_of: str | None = None
+    near_duplicate_of: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -131,6 +131,14 @@ class RevisitBook:
         heapq.heappush(self._heap, (new.next_due_at, url))
         return dataclasses.replace(visit, state=new)
 
+    def mark(self, url: str, *, duplicate_of: str | None, near_duplicate_of: str | None) -> None:
+        """Record what other URL ``url`` duplicates (exactly / nearly), if any."""
+        state = self.states.get(url)
+        if state is not None:
+            self.states[url] = dataclasses.replace(
+                state, duplicate_of=duplicate_of, near_duplicate_of=near_duplicate_of
+            )
+
     def archived(self, url: str, record_id: str, date: str) -> None:
         """A full response of ``url`` was archived as ``record_id`` at WARC-Date ``date``:
         what its later revisit records refer to."""
