@@ -790,6 +790,9 @@ class Crawler:
                 kind = OutcomeKind.NO_REQUEST
             outcome = Outcome(kind, lease.leased_at, now, crawl_delay_s=crawl_delay)
             log.info("%s failed: %s (%s)", lease.url, error.kind, error)
+            if self.frontier.retries(lease, outcome):
+                await self._retry(lease, outcome, error.kind)
+                return
             entry = CatalogueEntry(
                 lease.url,
                 depth=lease.depth,
@@ -819,20 +822,11 @@ class Crawler:
             result.elapsed_s,
             len(result.body),
         )
-        if outcome.kind is OutcomeKind.THROTTLED:
-            # 429/503: the server asked us to come back later. The URL returns to the
-            # head of its queue and the host waits out the back-off (Retry-After);
-            # a host that keeps refusing is parked, then retired (bounding retries).
-            self.stats.retries += 1
-            # Catalogued as not fetched (no status) but why; replaced once it is fetched.
-            throttled = CatalogueEntry(
-                lease.url, depth=lease.depth, fail_reason=fail_reason_for_status(result.status)
-            )
-            await self._store.record([throttled])
-            await self.frontier.release(lease, outcome)
-            # Commit the back-off now: a crash in the commit window would otherwise
-            # forget it, and the resumed crawl would ask again inside Retry-After.
-            await self._store.flush()
+        if self.frontier.retries(lease, outcome):
+            # 5xx/429: the URL returns to the head of its queue with one more attempt
+            # counted, and the host waits out the back-off (Retry-After); the last
+            # attempt is kept as any response (see courtly.frontier.retry).
+            await self._retry(lease, outcome, fail_reason_for_status(result.status))
             return
         self.stats.pages += 1
         facts = self._links_of(lease, result)
@@ -879,6 +873,17 @@ class Crawler:
             maybe = self._on_page(page)
             if inspect.isawaitable(maybe):
                 await maybe
+
+    async def _retry(self, lease: Lease, outcome: Outcome, fail_reason: str | None) -> None:
+        """A failed attempt to be made again later (see :mod:`courtly.frontier.retry`)."""
+        self.stats.retries += 1
+        # Catalogued as not fetched (no status) but why; replaced once it is fetched.
+        entry = CatalogueEntry(lease.url, depth=lease.depth, fail_reason=fail_reason)
+        await self._store.record([entry])
+        await self.frontier.retry(lease, outcome)
+        # Commit the back-off and the attempt now: a crash in the commit window would
+        # otherwise forget them, and the resumed crawl would ask again inside the gap.
+        await self._store.flush()
 
     def _links_of(self, lease: Lease, result: FetchResult) -> _PageFacts:
         """What a response says: its links (to queue or skipped, with why), redirect, title."""
