@@ -813,7 +813,12 @@ class Crawler:
             retry_after_s=retry_after,
             crawl_delay_s=crawl_delay,
         )
-        if outcome.kind is not OutcomeKind.SUCCESS:
+        if result.interrupted:
+            # The connection broke mid-body: an answer, but not whole (a server fault
+            # for politeness, as a truncated robots.txt is); retried like a 5xx.
+            self.stats.errors["interrupted"] += 1
+            outcome = dataclasses.replace(outcome, kind=OutcomeKind.SERVER_ERROR)
+        elif outcome.kind is not OutcomeKind.SUCCESS:
             self.stats.errors[f"http_{result.status}"] += 1
         log.info(
             "%s %d in %.3f s, %d bytes",
@@ -826,7 +831,8 @@ class Crawler:
             # 5xx/429: the URL returns to the head of its queue with one more attempt
             # counted, and the host waits out the back-off (Retry-After); the last
             # attempt is kept as any response (see courtly.frontier.retry).
-            await self._retry(lease, outcome, fail_reason_for_status(result.status))
+            reason = "interrupted" if result.interrupted else fail_reason_for_status(result.status)
+            await self._retry(lease, outcome, reason)
             return
         self.stats.pages += 1
         facts = self._links_of(lease, result)
@@ -853,7 +859,9 @@ class Crawler:
             noindex=facts.noindex,
             etag=result.header("ETag"),
             last_modified=result.header("Last-Modified"),
-            fail_reason=fail_reason_for_status(result.status),
+            fail_reason="interrupted"
+            if result.interrupted
+            else fail_reason_for_status(result.status),
         )
         statuses = await self._complete(lease, outcome, discovered, (page_entry, *facts.skipped))
         if statuses is not None and discovered:
