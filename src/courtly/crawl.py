@@ -59,6 +59,7 @@ from courtly.frontier.records import (
     QueuedUrl,
 )
 from courtly.frontier.seen import BloomSeenSet
+from courtly.page_budget import LocalPageBudget, PageBudget
 from courtly.parse.links import extract_links
 from courtly.parse.sitemaps import parse_sitemap
 from courtly.robots import (
@@ -325,8 +326,12 @@ class Crawler:
         politeness: PolitenessConfig | None = None,
         autoscale: AutoscaleConfig | None = None,
         stop_grace_s: float | None = None,
+        page_budget: PageBudget | None = None,
     ) -> None:
         self.config = config
+        if page_budget is None and config.max_pages is not None:
+            page_budget = LocalPageBudget(config.max_pages)
+        self._page_budget = page_budget
         self._partition = partition
         self._clock: Clock = clock or SystemClock()
         fconfig = frontier_config(config)
@@ -369,6 +374,8 @@ class Crawler:
         self._ended = False
         self._wake = asyncio.Event()
         self._fetches: set[asyncio.Task[None]] = set()
+        self._paged: set[asyncio.Task[None]] = set()
+        """Fetch tasks that made a page (settled against the page budget when they end)."""
         self.config_changes: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------
@@ -600,27 +607,32 @@ class Crawler:
         host's due time, or a stop. Returns when stopping; the fetches it started
         may still be in flight (see :meth:`_drain`).
         """
-        max_pages = self.config.max_pages
+        budget = self._page_budget
         scaler = self._scaler
         while not self._stopping:
             # Cleared before looking, so a completion from here on wakes the wait below.
             self._wake.clear()
             free = scaler.desired - self._in_flight
-            if max_pages is not None:
-                if self.stats.pages + self._in_flight >= max_pages:
+            if budget is not None and free > 0:
+                if budget.spent():
                     if self._in_flight == 0:
                         self.request_stop("max_pages")
                         break
                     await self._idle(_IDLE_S)
                     continue
-                free = min(free, max_pages - self.stats.pages - self._in_flight)
+                # each fetch started holds a unit of --max-pages until it ends
+                free = budget.claim(free)
             if free <= 0:
                 await self._idle(_IDLE_S)
                 continue
             batch = await self.frontier.lease(free)
+            if budget is not None:
+                budget.settle(free - len(batch.leases), 0)
             if self._stopping:  # the stop came while leasing: start nothing more
                 for lease in batch.leases:
                     await self.frontier.release(lease)
+                if budget is not None:
+                    budget.settle(len(batch.leases), 0)
                 break
             if len(batch.leases) >= free:
                 scaler.note_capped()
@@ -650,6 +662,10 @@ class Crawler:
         is free. The set, the count and the wake-up change together."""
         self._fetches.discard(task)
         self._in_flight -= 1
+        made = task in self._paged
+        self._paged.discard(task)
+        if self._page_budget is not None:
+            self._page_budget.settle(1, 1 if made else 0)
         self._wake.set()
 
     async def _drain(self) -> None:
@@ -835,6 +851,8 @@ class Crawler:
             await self._retry(lease, outcome, reason)
             return
         self.stats.pages += 1
+        if (task := asyncio.current_task()) in self._fetches:
+            self._paged.add(task)  # its unit of --max-pages is spent (see _fetch_done)
         facts = self._links_of(lease, result)
         discovered = facts.queued
         if self._partition is not None and discovered:

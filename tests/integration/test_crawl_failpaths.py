@@ -172,9 +172,8 @@ def test_quiet_prints_nothing_and_the_summary_json_matches_the_exit_code(
         "--allow-private-networks", "--state", str(tmp_path / "S"), "--user-agent", UA,
         "--min-delay", "0.05", "--max-pages", "2", "--max-time", "60", "-q",
         "--summary-json", str(out),
-        # one process: a partitioned crawl stops on the sum of its partitions' reports and
-        # can fetch more than --max-pages (a known limit, not what this test is about)
-        "--processes", "1",
+        # two processes: --max-pages is one budget for the whole crawl, kept exactly
+        "--processes", "2",
     )  # fmt: skip
     assert result.exit_code == ExitCode.LIMIT, result.output
     assert result.output == ""  # -q: no progress, no summary
