@@ -59,7 +59,7 @@ from courtly.frontier.records import (
     QueuedUrl,
 )
 from courtly.frontier.seen import BloomSeenSet
-from courtly.page_budget import LocalPageBudget, PageBudget
+from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
 from courtly.parse.links import extract_links
 from courtly.parse.sitemaps import parse_sitemap
 from courtly.robots import (
@@ -331,7 +331,7 @@ class Crawler:
         self.config = config
         if page_budget is None and config.max_pages is not None:
             page_budget = LocalPageBudget(config.max_pages)
-        self._page_budget = page_budget
+        self._claims = FetchClaims(page_budget)
         self._partition = partition
         self._clock: Clock = clock or SystemClock()
         fconfig = frontier_config(config)
@@ -374,8 +374,7 @@ class Crawler:
         self._ended = False
         self._wake = asyncio.Event()
         self._fetches: set[asyncio.Task[None]] = set()
-        self._paged: set[asyncio.Task[None]] = set()
-        """Fetch tasks that made a page (settled against the page budget when they end)."""
+        self._lease_of: dict[asyncio.Task[None], Lease] = {}
         self.config_changes: list[str] = []
 
     # -- lifecycle ------------------------------------------------------------
@@ -607,7 +606,7 @@ class Crawler:
         host's due time, or a stop. Returns when stopping; the fetches it started
         may still be in flight (see :meth:`_drain`).
         """
-        budget = self._page_budget
+        budget = self._claims.budget
         scaler = self._scaler
         while not self._stopping:
             # Cleared before looking, so a completion from here on wakes the wait below.
@@ -615,11 +614,10 @@ class Crawler:
             free = scaler.desired - self._in_flight
             if budget is not None and free > 0:
                 if budget.spent():
-                    if self._in_flight == 0:
-                        self.request_stop("max_pages")
-                        break
-                    await self._idle(_IDLE_S)
-                    continue
+                    # Every page is made; what is still in flight holds no unit (robots.txt
+                    # fetches): the stop abandons it at once (see _drain).
+                    self.request_stop("max_pages")
+                    break
                 # each fetch started holds a unit of --max-pages until it ends
                 free = budget.claim(free)
             if free <= 0:
@@ -640,6 +638,8 @@ class Crawler:
                 self._in_flight += 1
                 task = group.create_task(self._process(lease))
                 self._fetches.add(task)
+                self._lease_of[task] = lease
+                self._claims.hold(task)
                 task.add_done_callback(self._fetch_done)
             if batch.leases:
                 continue
@@ -662,24 +662,34 @@ class Crawler:
         is free. The set, the count and the wake-up change together."""
         self._fetches.discard(task)
         self._in_flight -= 1
-        made = task in self._paged
-        self._paged.discard(task)
-        if self._page_budget is not None:
-            self._page_budget.settle(1, 1 if made else 0)
+        self._lease_of.pop(task, None)
+        self._claims.ended(task)
         self._wake.set()
 
     async def _drain(self) -> None:
-        """Wait for the fetches in flight; abandon them when the stop grace runs out."""
+        """Wait for the fetches in flight; abandon them when the stop grace runs out, and
+        at once those that can make no page when ``--max-pages`` stopped the crawl (a
+        robots.txt fetch). An abandoned fetch's lease is released: its URL is at the head
+        of its queue again, for this store's next run."""
+        if self._stop_reason == "max_pages":
+            await self._abandon([t for t in self._fetches if not self._claims.holds(t)])
         while self._fetches:
             stop_at = self._stop_at if self._stop_at is not None else self._clock.now()
             left = stop_at + self._stop_grace_s - _CLOSE_RESERVE_S - self._clock.now()
             if left <= 0:
-                pending = list(self._fetches)
-                self._cancel_fetches()
-                await asyncio.gather(*pending, return_exceptions=True)
+                await self._abandon(list(self._fetches))
                 return
             self._wake.clear()
             await self._idle(left)
+
+    async def _abandon(self, fetches: Sequence[asyncio.Task[None]]) -> None:
+        leases = [self._lease_of[t] for t in fetches if t in self._lease_of]
+        for task in fetches:
+            task.cancel()
+        await asyncio.gather(*fetches, return_exceptions=True)
+        for lease in leases:
+            with contextlib.suppress(Exception):  # fenced if it had ended: nothing to do
+                await self.frontier.release(lease)
 
     async def _idle(self, wait_s: float) -> None:
         """Wait ``wait_s`` seconds on the crawl's clock, or less if ``_wake`` is set."""
@@ -705,6 +715,9 @@ class Crawler:
         if decision is None and (self._robots_shared or authority not in self._robots_restored):
             decision = await self._restore_robots(authority)
         if decision is None:
+            # no page under this lease: its unit of --max-pages serves another host now
+            if self._claims.give_back(asyncio.current_task()):
+                self._wake.set()
             await self._fetch_robots(lease, authority)
             return
         if decision.kind == "unreachable":
@@ -851,8 +864,7 @@ class Crawler:
             await self._retry(lease, outcome, reason)
             return
         self.stats.pages += 1
-        if (task := asyncio.current_task()) in self._fetches:
-            self._paged.add(task)  # its unit of --max-pages is spent (see _fetch_done)
+        self._claims.made_page(asyncio.current_task())  # its unit of --max-pages is spent
         facts = self._links_of(lease, result)
         discovered = facts.queued
         if self._partition is not None and discovered:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Protocol
 if TYPE_CHECKING:
     from multiprocessing.sharedctypes import SynchronizedArray
 
-__all__ = ["LocalPageBudget", "PageBudget", "SharedPageBudget"]
+__all__ = ["FetchClaims", "LocalPageBudget", "PageBudget", "SharedPageBudget"]
 
 
 class PageBudget(Protocol):
@@ -101,3 +101,44 @@ class SharedPageBudget:
 def _check(claimed: int, pages: int, outstanding: int) -> None:
     if not 0 <= pages <= claimed <= outstanding:
         raise ValueError(f"settling {claimed} units ({pages} pages) of {outstanding} claimed")
+
+
+class FetchClaims:
+    """The running fetches that hold a unit of a crawl's :class:`PageBudget`.
+
+    A fetch :meth:`hold`\\ s its unit from its start; one that turns out to make no page
+    under its lease (a robots.txt fetch) gives it back at once (:meth:`give_back`), so
+    a slow robots.txt never keeps other hosts' pages waiting; when a fetch ends its
+    unit is settled, spent if it made a page (:meth:`made_page`). Without a budget
+    (no ``--max-pages``) every call is a no-op.
+    """
+
+    def __init__(self, budget: PageBudget | None) -> None:
+        self.budget = budget
+        self._held: set[object] = set()
+        self._paged: set[object] = set()
+
+    def hold(self, fetch: object) -> None:
+        if self.budget is not None:
+            self._held.add(fetch)
+
+    def holds(self, fetch: object) -> bool:
+        return fetch in self._held
+
+    def made_page(self, fetch: object) -> None:
+        if fetch in self._held:
+            self._paged.add(fetch)
+
+    def give_back(self, fetch: object) -> bool:
+        """``fetch`` will make no page: its unit goes back now (True if it held one)."""
+        if fetch not in self._held or fetch in self._paged or self.budget is None:
+            return False
+        self._held.discard(fetch)
+        self.budget.settle(1, 0)
+        return True
+
+    def ended(self, fetch: object) -> None:
+        if fetch in self._held and self.budget is not None:
+            self._held.discard(fetch)
+            self.budget.settle(1, 1 if fetch in self._paged else 0)
+        self._paged.discard(fetch)
