@@ -290,6 +290,7 @@ def frontier_config(config: CrawlConfig) -> FrontierConfig:
             min_delay_s=config.min_delay_s,
             delay_factor=config.delay_factor,
             max_delay_s=config.max_delay_s,
+            max_attempts=config.max_attempts,
         ),
         budget=BudgetConfig(
             max_queued_per_host=config.max_queued_per_host,
