@@ -684,13 +684,20 @@ class Crawler:
             await self._idle(left)
 
     async def _abandon(self, fetches: Sequence[asyncio.Task[None]]) -> None:
+        """Cancel ``fetches`` and release their leases. The host waits the gap after the
+        abandoned request as after any (a store shared with other crawlers, such as
+        Redis, lets them lease it again at once otherwise)."""
         leases = [self._lease_of[t] for t in fetches if t in self._lease_of]
         for task in fetches:
             task.cancel()
         await asyncio.gather(*fetches, return_exceptions=True)
+        now = self._clock.now()
+        cfg = self.frontier.config.politeness
         for lease in leases:
+            host = lease.host
+            gap = politeness_delay_s(now - lease.leased_at, host.crawl_delay_s, host.backoff_s, cfg)
             with contextlib.suppress(Exception):  # fenced if it had ended: nothing to do
-                await self.frontier.release(lease)
+                await self.frontier.release(lease, Outcome.deferred(now, gap))
 
     async def _idle(self, wait_s: float) -> None:
         """Wait ``wait_s`` seconds on the crawl's clock, or less if ``_wake`` is set."""

@@ -538,6 +538,33 @@ class CountingFetcher:
         return await self.inner.fetch(url)
 
 
+def _cut_web_configs(web: SandboxServer, state: Path) -> tuple[CrawlConfig, FetchConfig]:
+    """The crawl and fetch settings of the tests on a web that cuts connections off; the
+    time limit is a safety net only (each test stops its crawl on what it waits for)."""
+    config = CrawlConfig(
+        state_dir=state,
+        user_agent=UA,
+        seeds=web.seeds,
+        hosts_file=web.hosts_file,
+        allow_private_networks=True,
+        min_delay_s=MIN_DELAY_S,
+        per_ip=PER_IP,
+        concurrency=CONCURRENCY,
+        connect_timeout_s=1.0,
+        total_timeout_s=10.0,
+        max_time_s=120.0,
+    )
+    fetch_config = FetchConfig(
+        user_agent=UA,
+        connect_timeout_s=config.connect_timeout_s,
+        total_timeout_s=config.total_timeout_s,
+        per_ip_concurrency=PER_IP,
+        allow_private_networks=True,
+        hosts_file=web.hosts_file,
+    )
+    return config, fetch_config
+
+
 async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_path: Path) -> None:
     """Every request the server saw went through a lease and its gap, and was asked for.
 
@@ -556,27 +583,7 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
     ]
     plan = DropPlan(robots=((plain[0], "head"), (plain[1], "body")), page_every=2)
     async with SandboxServer(spec, workdir=tmp_path / "web", drops=plan) as web:
-        config = CrawlConfig(
-            state_dir=tmp_path / "state",
-            user_agent=UA,
-            seeds=web.seeds,
-            hosts_file=web.hosts_file,
-            allow_private_networks=True,
-            min_delay_s=MIN_DELAY_S,
-            per_ip=PER_IP,
-            concurrency=CONCURRENCY,
-            connect_timeout_s=1.0,
-            total_timeout_s=10.0,
-            max_time_s=120.0,  # a safety limit: the crawl stops once both cuts were met
-        )
-        fetch_config = FetchConfig(
-            user_agent=UA,
-            connect_timeout_s=config.connect_timeout_s,
-            total_timeout_s=config.total_timeout_s,
-            per_ip_concurrency=PER_IP,
-            allow_private_networks=True,
-            hosts_file=web.hosts_file,
-        )
+        config, fetch_config = _cut_web_configs(web, tmp_path / "state")
         async with HttpFetcher(fetch_config) as http:
             # Some host's fourth page request is its second cut: both kinds were met.
             counting = CountingFetcher(http, web.truth.is_robots_path, 4)
@@ -661,27 +668,7 @@ async def test_a_page_cut_off_is_fetched_on_a_later_attempt_after_the_back_off(
         min_delay_s=MIN_DELAY_S, error_backoff_s=RETRY_BACKOFF_S, max_backoff_s=1.0
     )
     async with SandboxServer(spec, workdir=tmp_path / "web", drops=plan) as web:
-        config = CrawlConfig(
-            state_dir=tmp_path / "state",
-            user_agent=UA,
-            seeds=web.seeds,
-            hosts_file=web.hosts_file,
-            allow_private_networks=True,
-            min_delay_s=MIN_DELAY_S,
-            per_ip=PER_IP,
-            concurrency=CONCURRENCY,
-            connect_timeout_s=1.0,
-            total_timeout_s=10.0,
-            max_time_s=120.0,  # a safety limit: the crawl stops once retries came back whole
-        )
-        fetch_config = FetchConfig(
-            user_agent=UA,
-            connect_timeout_s=config.connect_timeout_s,
-            total_timeout_s=config.total_timeout_s,
-            per_ip_concurrency=PER_IP,
-            allow_private_networks=True,
-            hosts_file=web.hosts_file,
-        )
+        config, fetch_config = _cut_web_configs(web, tmp_path / "state")
         async with HttpFetcher(fetch_config) as http:
             counting = CountingFetcher(http, web.truth.is_robots_path, 1)
             # a host's 2nd page request is cut at the head, its 4th mid-body: once two of
@@ -872,9 +859,9 @@ def test_max_time_ends_the_crawl_within_the_stop_grace(tmp_path: Path, hang: boo
     snapshot = run_async(crawl())
     assert snapshot.stop_reason == "max_time" and snapshot.finished
     assert snapshot.in_flight == 0
-    if hang:  # both pages hung: abandoned at the end of the grace, their leases void
+    if hang:  # both pages hung: abandoned at the end of the grace, their leases released
         assert handler.cancelled == len(seeds)
-        assert snapshot.counts.leased == len(seeds)
+        assert snapshot.counts.leased == 0 and snapshot.counts.queued == len(seeds)
     else:  # robots.txt answered 503: both hosts wait out Retry-After, nothing in flight
         assert handler.cancelled == 0
         assert snapshot.robots_fetches == len(seeds)

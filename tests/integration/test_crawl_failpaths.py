@@ -155,6 +155,7 @@ async def test_a_max_pages_stop_waits_for_no_robots_txt(tmp_path: Path) -> None:
     config = _config(tmp_path / "S", *seeds, max_pages=2, stop_grace_s=3600.0, concurrency=2)
     store = MemoryStore()
     fetcher = MemoryFetcher(hang, SystemClock())
+    began = SystemClock().now()
     crawl = Crawler(config, fetcher=fetcher, store=store).run()
     snapshot = await asyncio.wait_for(crawl, timeout=60.0)  # a hang would never return
     assert asked.is_set()  # the robots.txt was in flight when the pages were made
@@ -162,7 +163,10 @@ async def test_a_max_pages_stop_waits_for_no_robots_txt(tmp_path: Path) -> None:
     counts = await store.counts(SystemClock().now())
     assert counts.leased == 0  # the abandoned robots.txt lease was given back
     assert (await store.host_state("hang.test")).requests_made == 0
-    batch = await store.lease(SystemClock().now(), 30.0, 8)
+    # the abandoned request is followed by its gap, as any (it began after `began`)
+    assert (await store.host_state("hang.test")).next_allowed_at >= began + config.min_delay_s
+    now = SystemClock().now()
+    batch = await store.lease(now + 3600.0, 30.0, 8)
     assert "http://hang.test/" in {lease.url for lease in batch.leases}  # nothing lost
 
 

@@ -151,6 +151,23 @@ class FrontierMachine(RuleBasedStateMachine):
         assert lease.attempts < self.frontier.config.politeness.max_attempts
         self.live[lease.host_key] = lease
 
+    def end_fetch(
+        self, data: st.DataObject, kind: OutcomeKind, took: float, retry_after: float | None
+    ) -> tuple[Lease, Outcome]:
+        """Take one live lease whose fetch took ``took`` s and ended with ``kind``; the
+        model's next allowed time and retirement follow its outcome."""
+        host = data.draw(st.sampled_from(sorted(self.live)))
+        lease = self.live.pop(host)
+        start = self.clock.now()
+        self.clock.advance(took)
+        outcome = Outcome(kind, start, self.clock.now(), retry_after_s=retry_after)
+        expected = self.frontier.next_host_state(lease, outcome)
+        self.next_at[host] = expected.next_allowed_at
+        if expected.retired is not None:
+            self.retired.add(host)
+            self.reasons[host] = expected.retired
+        return lease, outcome
+
     # -- rules ------------------------------------------------------------------
 
     @rule(
@@ -198,19 +215,10 @@ class FrontierMachine(RuleBasedStateMachine):
     def complete(
         self, data: st.DataObject, kind: OutcomeKind, took: float, retry_after: float | None
     ) -> None:
-        host = data.draw(st.sampled_from(sorted(self.live)))
-        lease = self.live.pop(host)
-        start = self.clock.now()
-        self.clock.advance(took)
-        outcome = Outcome(kind, start, self.clock.now(), retry_after_s=retry_after)
-        expected = self.frontier.next_host_state(lease, outcome)
+        lease, outcome = self.end_fetch(data, kind, took, retry_after)
         result = self.run(self.frontier.complete(lease, outcome))
         assert result is not None, "an unreclaimed lease must complete"
         self.done.add(lease.url)
-        self.next_at[host] = expected.next_allowed_at
-        if expected.retired is not None:
-            self.retired.add(host)
-            self.reasons[host] = expected.retired
 
     @precondition(lambda self: bool(self.live))
     @rule(
@@ -221,12 +229,7 @@ class FrontierMachine(RuleBasedStateMachine):
     def fail(self, data: st.DataObject, kind: OutcomeKind, took: float) -> None:
         """A retryable failure: retried (counted, after the back-off) or, at the last
         attempt, completed."""
-        host = data.draw(st.sampled_from(sorted(self.live)))
-        lease = self.live.pop(host)
-        start = self.clock.now()
-        self.clock.advance(took)
-        outcome = Outcome(kind, start, self.clock.now())
-        expected = self.frontier.next_host_state(lease, outcome)
+        lease, outcome = self.end_fetch(data, kind, took, None)
         if self.frontier.retries(lease, outcome):
             assert self.run(self.frontier.retry(lease, outcome))
             self.attempts[lease.url] = lease.attempts + 1
@@ -234,10 +237,6 @@ class FrontierMachine(RuleBasedStateMachine):
             assert lease.attempts + 1 == self.frontier.config.politeness.max_attempts
             assert self.run(self.frontier.complete(lease, outcome)) is not None
             self.done.add(lease.url)
-        self.next_at[host] = expected.next_allowed_at
-        if expected.retired is not None:
-            self.retired.add(host)
-            self.reasons[host] = expected.retired
 
     @precondition(lambda self: bool(self.live))
     @rule(data=st.data())
