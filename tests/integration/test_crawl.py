@@ -20,7 +20,7 @@ import resource
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -565,6 +565,32 @@ def _cut_web_configs(web: SandboxServer, state: Path) -> tuple[CrawlConfig, Fetc
     return config, fetch_config
 
 
+async def _run_until(crawler: Crawler, stopper: Coroutine[Any, Any, None]) -> CrawlSnapshot:
+    """Run ``crawler`` while ``stopper`` waits for what the test needs and stops it."""
+    watcher = asyncio.create_task(stopper)
+    try:
+        return await crawler.run()
+    finally:
+        watcher.cancel()
+
+
+def _assert_polite_on_cut_web(
+    records: Sequence[RequestRecord], truth: Any, config: CrawlConfig, label: str
+) -> None:
+    """The strict audit (no tolerance) of a crawl of a web that cuts connections off."""
+    report = audit(
+        records,
+        spec_or_truth=truth,
+        tolerance_s=0.0,
+        min_delay_s=MIN_DELAY_S,
+        per_ip_cap=PER_IP,
+        user_agent_token="courtly",
+        seeds=config.seeds,
+    )
+    print(f"{label}:\n{report.summary()}")
+    assert_polite(report)
+
+
 async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_path: Path) -> None:
     """Every request the server saw went through a lease and its gap, and was asked for.
 
@@ -593,25 +619,11 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
                 await counting.page_requests_met.wait()
                 crawler.request_stop("cuts met")
 
-            watcher = asyncio.create_task(stop_when_both_cuts_met())
-            try:
-                snapshot = await crawler.run()
-            finally:
-                watcher.cancel()
+            snapshot = await _run_until(crawler, stop_when_both_cuts_met())
         truth = web.truth
     records = load_log(web.log_path)
     assert snapshot.stop_reason == "cuts met", snapshot
-    report = audit(
-        records,
-        spec_or_truth=truth,
-        tolerance_s=0.0,
-        min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,
-        user_agent_token="courtly",
-        seeds=config.seeds,
-    )
-    print(f"connections cut off:\n{report.summary()}")
-    assert_polite(report)
+    _assert_polite_on_cut_web(records, truth, config, "connections cut off")
     # The cuts happened: robots.txt cut at the head (status 0) and mid-body, pages both ways.
     robots = [r for r in records if r.path == "/robots.txt"]
     assert [r.status for r in robots if r.host == plain[0]] == [0]
@@ -680,25 +692,11 @@ async def test_a_page_cut_off_is_fetched_on_a_later_attempt_after_the_back_off(
                 await watch.refetched.wait()
                 crawler.request_stop("refetched")
 
-            watcher = asyncio.create_task(stop_when_refetched())
-            try:
-                snapshot = await crawler.run()
-            finally:
-                watcher.cancel()
+            snapshot = await _run_until(crawler, stop_when_refetched())
         truth = web.truth
     records = load_log(web.log_path)
     assert snapshot.stop_reason == "refetched", snapshot
-    report = audit(
-        records,
-        spec_or_truth=truth,
-        tolerance_s=0.0,
-        min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,
-        user_agent_token="courtly",
-        seeds=config.seeds,
-    )
-    print(f"cut off, then retried:\n{report.summary()}")
-    assert_polite(report)
+    _assert_polite_on_cut_web(records, truth, config, "cut off, then retried")
     assert counting.asked == Counter((r.host, r.path) for r in records)  # no hidden retry
     store = open_store(config, QueueConfig())
     try:
