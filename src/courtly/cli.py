@@ -234,6 +234,11 @@ def _setup_logging(verbose: int, quiet: bool, progress: LogProgress | RichProgre
 @click.option("--exclude", multiple=True, help="Regex that excludes a URL (repeatable).")
 @click.option("--max-depth", type=int, help="Follow links at most N hops from a seed.")
 @click.option("--max-requests-per-host", type=int, help="Request budget of one host.")
+@click.option(
+    "--max-attempts",
+    type=int,
+    help="Attempts at a page whose fetch fails (no response, 5xx, 429) [3].",
+)
 @click.option("--max-queued-per-host", type=int, help="Queue cap of one host [100000].")
 @click.option(
     "--store",

@@ -136,6 +136,9 @@ class CrawlConfig:
     """Links this many hops from a seed are the last ones followed."""
     max_queued_per_host: int | None = 100_000
     max_requests_per_host: int | None = None
+    max_attempts: int = 3
+    """Attempts at one page URL whose fetch fails in a retryable way (no response, an
+    interrupted body, 5xx, 429) before it is catalogued as failed (courtly.frontier.retry)."""
     connect_timeout_s: float = 10.0
     total_timeout_s: float = 30.0
     max_body_bytes: int = 10 * 1024 * 1024
@@ -291,6 +294,7 @@ _RULES: Final[dict[str, _Rule]] = {
     "max_depth": _Rule("count", low=0, optional=True),
     "max_queued_per_host": _Rule("count", low=1, optional=True),
     "max_requests_per_host": _Rule("count", low=1, optional=True),
+    "max_attempts": _Rule("count", low=1, high=100),
     "connect_timeout_s": _Rule("seconds", low=0.0, above=True),
     "total_timeout_s": _Rule("seconds", low=0.0, above=True),
     "max_body_bytes": _Rule("count", low=1),

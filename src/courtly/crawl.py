@@ -59,6 +59,7 @@ from courtly.frontier.records import (
     QueuedUrl,
 )
 from courtly.frontier.seen import BloomSeenSet
+from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
 from courtly.parse.links import extract_links
 from courtly.parse.sitemaps import parse_sitemap
 from courtly.recrawl import Recrawl
@@ -290,6 +291,7 @@ def frontier_config(config: CrawlConfig) -> FrontierConfig:
             min_delay_s=config.min_delay_s,
             delay_factor=config.delay_factor,
             max_delay_s=config.max_delay_s,
+            max_attempts=config.max_attempts,
         ),
         budget=BudgetConfig(
             max_queued_per_host=config.max_queued_per_host,
@@ -326,8 +328,12 @@ class Crawler:
         politeness: PolitenessConfig | None = None,
         autoscale: AutoscaleConfig | None = None,
         stop_grace_s: float | None = None,
+        page_budget: PageBudget | None = None,
     ) -> None:
         self.config = config
+        if page_budget is None and config.max_pages is not None:
+            page_budget = LocalPageBudget(config.max_pages)
+        self._claims = FetchClaims(page_budget)
         self._partition = partition
         self._clock: Clock = clock or SystemClock()
         fconfig = frontier_config(config)
@@ -370,6 +376,7 @@ class Crawler:
         self._ended = False
         self._wake = asyncio.Event()
         self._fetches: set[asyncio.Task[None]] = set()
+        self._lease_of: dict[asyncio.Task[None], Lease] = {}
         self.config_changes: list[str] = []
         self.recrawl: Recrawl | None = None
         if config.recrawl:
@@ -609,7 +616,7 @@ class Crawler:
         host's due time, or a stop. Returns when stopping; the fetches it started
         may still be in flight (see :meth:`_drain`).
         """
-        max_pages = self.config.max_pages
+        budget = self._claims.budget
         scaler = self._scaler
         while not self._stopping:
             # Cleared before looking, so a completion from here on wakes the wait below.
@@ -617,21 +624,25 @@ class Crawler:
             if self.recrawl is not None:  # due URLs back into the frontier, within the share
                 await self.recrawl.feed(self.frontier.config.budget)
             free = scaler.desired - self._in_flight
-            if max_pages is not None:
-                if self.stats.pages + self._in_flight >= max_pages:
-                    if self._in_flight == 0:
-                        self.request_stop("max_pages")
-                        break
-                    await self._idle(_IDLE_S)
-                    continue
-                free = min(free, max_pages - self.stats.pages - self._in_flight)
+            if budget is not None and free > 0:
+                if budget.spent():
+                    # Every page is made; what is still in flight holds no unit (robots.txt
+                    # fetches): the stop abandons it at once (see _drain).
+                    self.request_stop("max_pages")
+                    break
+                # each fetch started holds a unit of --max-pages until it ends
+                free = budget.claim(free)
             if free <= 0:
                 await self._idle(_IDLE_S)
                 continue
             batch = await self.frontier.lease(free)
+            if budget is not None:
+                budget.settle(free - len(batch.leases), 0)
             if self._stopping:  # the stop came while leasing: start nothing more
                 for lease in batch.leases:
                     await self.frontier.release(lease)
+                if budget is not None:
+                    budget.settle(len(batch.leases), 0)
                 break
             if len(batch.leases) >= free:
                 scaler.note_capped()
@@ -639,6 +650,8 @@ class Crawler:
                 self._in_flight += 1
                 task = group.create_task(self._process(lease))
                 self._fetches.add(task)
+                self._lease_of[task] = lease
+                self._claims.hold(task)
                 task.add_done_callback(self._fetch_done)
             if batch.leases:
                 continue
@@ -666,20 +679,41 @@ class Crawler:
         is free. The set, the count and the wake-up change together."""
         self._fetches.discard(task)
         self._in_flight -= 1
+        self._lease_of.pop(task, None)
+        self._claims.ended(task)
         self._wake.set()
 
     async def _drain(self) -> None:
-        """Wait for the fetches in flight; abandon them when the stop grace runs out."""
+        """Wait for the fetches in flight; abandon them when the stop grace runs out, and
+        at once those that can make no page when ``--max-pages`` stopped the crawl (a
+        robots.txt fetch). An abandoned fetch's lease is released: its URL is at the head
+        of its queue again, for this store's next run."""
+        if self._stop_reason == "max_pages":
+            await self._abandon([t for t in self._fetches if not self._claims.holds(t)])
         while self._fetches:
             stop_at = self._stop_at if self._stop_at is not None else self._clock.now()
             left = stop_at + self._stop_grace_s - _CLOSE_RESERVE_S - self._clock.now()
             if left <= 0:
-                pending = list(self._fetches)
-                self._cancel_fetches()
-                await asyncio.gather(*pending, return_exceptions=True)
+                await self._abandon(list(self._fetches))
                 return
             self._wake.clear()
             await self._idle(left)
+
+    async def _abandon(self, fetches: Sequence[asyncio.Task[None]]) -> None:
+        """Cancel ``fetches`` and release their leases. The host waits the gap after the
+        abandoned request as after any (a store shared with other crawlers, such as
+        Redis, lets them lease it again at once otherwise)."""
+        leases = [self._lease_of[t] for t in fetches if t in self._lease_of]
+        for task in fetches:
+            task.cancel()
+        await asyncio.gather(*fetches, return_exceptions=True)
+        now = self._clock.now()
+        cfg = self.frontier.config.politeness
+        for lease in leases:
+            host = lease.host
+            gap = politeness_delay_s(now - lease.leased_at, host.crawl_delay_s, host.backoff_s, cfg)
+            with contextlib.suppress(Exception):  # fenced if it had ended: nothing to do
+                await self.frontier.release(lease, Outcome.deferred(now, gap))
 
     async def _idle(self, wait_s: float) -> None:
         """Wait ``wait_s`` seconds on the crawl's clock, or less if ``_wake`` is set."""
@@ -705,6 +739,9 @@ class Crawler:
         if decision is None and (self._robots_shared or authority not in self._robots_restored):
             decision = await self._restore_robots(authority)
         if decision is None:
+            # no page under this lease: its unit of --max-pages serves another host now
+            if self._claims.give_back(asyncio.current_task()):
+                self._wake.set()
             await self._fetch_robots(lease, authority)
             return
         if decision.kind == "unreachable":
@@ -811,6 +848,9 @@ class Crawler:
                 kind = OutcomeKind.NO_REQUEST
             outcome = Outcome(kind, lease.leased_at, now, crawl_delay_s=crawl_delay)
             log.info("%s failed: %s (%s)", lease.url, error.kind, error)
+            if self.frontier.retries(lease, outcome):
+                await self._retry(lease, outcome, error.kind)
+                return
             entry = CatalogueEntry(
                 lease.url,
                 depth=lease.depth,
@@ -836,7 +876,12 @@ class Crawler:
             retry_after_s=retry_after,
             crawl_delay_s=crawl_delay,
         )
-        if outcome.kind is not OutcomeKind.SUCCESS:
+        if result.interrupted:
+            # The connection broke mid-body: an answer, but not whole (a server fault
+            # for politeness, as a truncated robots.txt is); retried like a 5xx.
+            self.stats.errors["interrupted"] += 1
+            outcome = dataclasses.replace(outcome, kind=OutcomeKind.SERVER_ERROR)
+        elif outcome.kind is not OutcomeKind.SUCCESS:
             self.stats.errors[f"http_{result.status}"] += 1
         log.info(
             "%s %d in %.3f s, %d bytes",
@@ -845,22 +890,15 @@ class Crawler:
             result.elapsed_s,
             len(result.body),
         )
-        if outcome.kind is OutcomeKind.THROTTLED:
-            # 429/503: the server asked us to come back later. The URL returns to the
-            # head of its queue and the host waits out the back-off (Retry-After);
-            # a host that keeps refusing is parked, then retired (bounding retries).
-            self.stats.retries += 1
-            # Catalogued as not fetched (no status) but why; replaced once it is fetched.
-            throttled = CatalogueEntry(
-                lease.url, depth=lease.depth, fail_reason=fail_reason_for_status(result.status)
-            )
-            await self._store.record([throttled])
-            await self.frontier.release(lease, outcome)
-            # Commit the back-off now: a crash in the commit window would otherwise
-            # forget it, and the resumed crawl would ask again inside Retry-After.
-            await self._store.flush()
+        if self.frontier.retries(lease, outcome):
+            # 5xx/429: the URL returns to the head of its queue with one more attempt
+            # counted, and the host waits out the back-off (Retry-After); the last
+            # attempt is kept as any response (see courtly.frontier.retry).
+            reason = "interrupted" if result.interrupted else fail_reason_for_status(result.status)
+            await self._retry(lease, outcome, reason)
             return
         self.stats.pages += 1
+        self._claims.made_page(asyncio.current_task())  # its unit of --max-pages is spent
         if result.status == 304 and visit is not None:  # not modified: the stored copy stands
             await self._complete(lease, outcome, (), ())
             return
@@ -889,7 +927,9 @@ class Crawler:
             etag=result.header("ETag"),
             last_modified=result.header("Last-Modified"),
             change_count=visit.state.changes if visit is not None else 0,
-            fail_reason=fail_reason_for_status(result.status),
+            fail_reason="interrupted"
+            if result.interrupted
+            else fail_reason_for_status(result.status),
         )
         statuses = await self._complete(lease, outcome, discovered, (page_entry, *facts.skipped))
         if statuses is not None and discovered:
@@ -909,6 +949,17 @@ class Crawler:
             maybe = self._on_page(page)
             if inspect.isawaitable(maybe):
                 await maybe
+
+    async def _retry(self, lease: Lease, outcome: Outcome, fail_reason: str | None) -> None:
+        """A failed attempt to be made again later (see :mod:`courtly.frontier.retry`)."""
+        self.stats.retries += 1
+        # Catalogued as not fetched (no status) but why; replaced once it is fetched.
+        entry = CatalogueEntry(lease.url, depth=lease.depth, fail_reason=fail_reason)
+        await self._store.record([entry])
+        await self.frontier.retry(lease, outcome)
+        # Commit the back-off and the attempt now: a crash in the commit window would
+        # otherwise forget them, and the resumed crawl would ask again inside the gap.
+        await self._store.flush()
 
     def _links_of(self, lease: Lease, result: FetchResult) -> _PageFacts:
         """What a response says: its links (to queue or skipped, with why), redirect, title."""

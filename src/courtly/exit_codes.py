@@ -21,9 +21,10 @@ complete tries nothing and exits 0.
 from __future__ import annotations
 
 import enum
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-from courtly.crawl import CrawlSnapshot
+if TYPE_CHECKING:  # annotations only: the exit codes load without the crawl (courtly.start)
+    from courtly.crawl import CrawlSnapshot
 
 __all__ = ["STOP_REASONS", "ExitCode", "exit_code_for", "stop_reason_words"]
 

@@ -56,6 +56,7 @@ from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot, ProgressSink
 from courtly.errors import ConfigError, CourtlyError, StateError
 from courtly.frontier.records import FrontierCounts, QueuedUrl
+from courtly.page_budget import SharedPageBudget
 from courtly.stop import ending
 from courtly.store.base import FrontierStore
 
@@ -725,8 +726,10 @@ def _child_main(
     replies: Queue[tuple[Any, ...]],
     log_level: int,
     fsync: bool,
+    page_budget: SharedPageBudget | None = None,
 ) -> None:
-    """Entry point of partition ``index``'s process (spawned)."""
+    """Entry point of partition ``index``'s process (spawned); ``page_budget`` is the
+    crawl's ``--max-pages``, shared by every partition."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays the terminal's ^C
     logging.basicConfig(
         level=log_level, format=f"%(asctime)s %(levelname)s part-{index} %(name)s: %(message)s"
@@ -749,7 +752,7 @@ def _child_main(
             parent_pid=os.getppid(),
         )
         try:
-            crawler = Crawler(config, partition=partition)
+            crawler = Crawler(config, partition=partition, page_budget=page_budget)
             loop = asyncio.get_running_loop()
             loop.add_signal_handler(signal.SIGTERM, crawler.request_stop, "signal")
             return await crawler.run()
@@ -816,10 +819,14 @@ class PartitionedCrawl:
         context = multiprocessing.get_context("spawn")
         replies: Queue[tuple[Any, ...]] = context.Queue()
         commands: list[Queue[Command]] = [context.Queue() for _ in range(n)]
+        max_pages = self.config.max_pages
+        # One --max-pages for the whole crawl: every partition claims from it before a
+        # fetch, so the pages made add up to it exactly (see courtly.page_budget).
+        budget = None if max_pages is None else SharedPageBudget.create(context, max_pages)
         children = [
             context.Process(
                 target=_child_main,
-                args=(cfg, root, i, commands[i], replies, self._log_level, fsync),
+                args=(cfg, root, i, commands[i], replies, self._log_level, fsync, budget),
                 name=f"courtly-part-{i}-of-{n}",
             )
             for i, cfg in enumerate(self._configs)

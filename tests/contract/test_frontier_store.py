@@ -182,6 +182,58 @@ async def test_release_returns_the_url_to_the_head_with_new_host_state(make: Mak
     assert counts.requests_made == 1
 
 
+async def test_a_failed_release_counts_an_attempt_on_that_url_only(make: MakeStore) -> None:
+    store = make()
+    foreign = QueuedUrl("http://www.f.test/x", "f.test", 0, 2)  # host key is not the authority
+    await store.add([url("f.test", "p0", depth=1), url("f.test", "p1"), foreign], T0, NO_BUDGET)
+    first = await lease_one(store)
+    assert first.attempts == 0
+    assert await store.release(first, None, T0, failed=True)
+    again = await lease_one(store)
+    assert (again.url, again.depth, again.attempts) == (first.url, 1, 1)
+    assert await store.release(again, None, T0)  # a plain release counts nothing
+    again = await lease_one(store)
+    assert again.attempts == 1
+    assert await store.release(again, None, T0, failed=True)
+    expired = await lease_one(store)
+    assert expired.attempts == 2
+    reclaimed = await lease_one(store, T0 + TTL_S)  # an expired lease counts nothing
+    assert (reclaimed.url, reclaimed.attempts) == (first.url, 2)
+    assert await store.release(expired, None, T0 + TTL_S, failed=True) is False  # fenced
+    await done(store, reclaimed, T0 + TTL_S)
+    nxt = await lease_one(store, T0 + TTL_S)
+    assert (nxt.url, nxt.attempts) == ("http://f.test/p1", 0)
+    await done(store, nxt, T0 + TTL_S)
+    last = await lease_one(store, T0 + TTL_S)
+    assert await store.release(last, None, T0 + TTL_S, failed=True)
+    last = await lease_one(store, T0 + TTL_S)
+    assert (last.url, last.host_key, last.depth, last.attempts) == (foreign.url, "f.test", 2, 1)
+
+
+async def test_a_failed_release_keeps_the_hosts_back_off(make: MakeStore) -> None:
+    store = make()
+    await store.add([url("b.test", "p0"), url("b.test", "p1")], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    state = replace(lease.host, next_allowed_at=T0 + 5.0, error_streak=1, backoff_s=5.0)
+    assert await store.release(lease, state, T0, failed=True)
+    batch = await store.lease(T0 + 4.9, TTL_S, 1)
+    assert batch.leases == () and batch.next_ready_at == T0 + 5.0
+    again = await lease_one(store, T0 + 5.0)
+    assert (again.url, again.attempts, again.host) == (lease.url, 1, state)
+
+
+async def test_retired_host_drops_a_url_with_attempts(make: MakeStore) -> None:
+    store = make()
+    await store.add([url("d.test", "p0"), url("d.test", "p1")], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    dead = replace(lease.host, retired="dead")
+    assert await store.release(lease, dead, T0, failed=True)
+    assert await drain(store) == []  # the front tier's URL is dropped when popped
+    assert (await store.counts(T0)).queued == 0
+    skipped = {e.url: e.skip_reason async for e in store.catalogue()}
+    assert skipped == {u: "host_retired:dead" for u in ("http://d.test/p0", "http://d.test/p1")}
+
+
 # -- dedup and budgets -------------------------------------------------------------------
 
 

@@ -152,6 +152,7 @@ CASES: tuple[Case, ...] = (
     Case("--max-time abc", (*CRAWL, "--max-time", "abc", SEED), r"not a valid float"),
     Case("--max-pages -5", (*CRAWL, "--max-pages", "-5", SEED), r"--max-pages must be .* >= 1"),
     Case("--max-pages 0", (*CRAWL, "--max-pages", "0", SEED), r"--max-pages must be"),
+    Case("--max-attempts 0", (*CRAWL, "--max-attempts", "0", SEED), r"--max-attempts must be"),
     Case(
         "--max-requests-per-host 0",
         (*CRAWL, "--max-requests-per-host", "0", SEED),

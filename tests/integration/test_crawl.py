@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import itertools
 import json
 import resource
 import socket
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -537,6 +538,59 @@ class CountingFetcher:
         return await self.inner.fetch(url)
 
 
+def _cut_web_configs(web: SandboxServer, state: Path) -> tuple[CrawlConfig, FetchConfig]:
+    """The crawl and fetch settings of the tests on a web that cuts connections off; the
+    time limit is a safety net only (each test stops its crawl on what it waits for)."""
+    config = CrawlConfig(
+        state_dir=state,
+        user_agent=UA,
+        seeds=web.seeds,
+        hosts_file=web.hosts_file,
+        allow_private_networks=True,
+        min_delay_s=MIN_DELAY_S,
+        per_ip=PER_IP,
+        concurrency=CONCURRENCY,
+        connect_timeout_s=1.0,
+        total_timeout_s=10.0,
+        max_time_s=120.0,
+    )
+    fetch_config = FetchConfig(
+        user_agent=UA,
+        connect_timeout_s=config.connect_timeout_s,
+        total_timeout_s=config.total_timeout_s,
+        per_ip_concurrency=PER_IP,
+        allow_private_networks=True,
+        hosts_file=web.hosts_file,
+    )
+    return config, fetch_config
+
+
+async def _run_until(crawler: Crawler, stopper: Coroutine[Any, Any, None]) -> CrawlSnapshot:
+    """Run ``crawler`` while ``stopper`` waits for what the test needs and stops it."""
+    watcher = asyncio.create_task(stopper)
+    try:
+        return await crawler.run()
+    finally:
+        watcher.cancel()
+
+
+def _assert_polite_on_cut_web(
+    records: Sequence[RequestRecord], truth: Any, config: CrawlConfig, label: str
+) -> None:
+    """The strict audit (no tolerance) of a crawl of a web that cuts connections off."""
+    report = audit(
+        records,
+        spec_or_truth=truth,
+        tolerance_s=0.0,
+        min_delay_s=MIN_DELAY_S,
+        per_ip_cap=PER_IP,
+        user_agent_token="courtly",
+        seeds=config.seeds,
+    )
+    print(f"{label}:\n{report.summary()}")
+    assert_polite(report)
+
+
 async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_path: Path) -> None:
     """Every request the server saw went through a lease and its gap, and was asked for.
 
@@ -555,27 +609,7 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
     ]
     plan = DropPlan(robots=((plain[0], "head"), (plain[1], "body")), page_every=2)
     async with SandboxServer(spec, workdir=tmp_path / "web", drops=plan) as web:
-        config = CrawlConfig(
-            state_dir=tmp_path / "state",
-            user_agent=UA,
-            seeds=web.seeds,
-            hosts_file=web.hosts_file,
-            allow_private_networks=True,
-            min_delay_s=MIN_DELAY_S,
-            per_ip=PER_IP,
-            concurrency=CONCURRENCY,
-            connect_timeout_s=1.0,
-            total_timeout_s=10.0,
-            max_time_s=120.0,  # a safety limit: the crawl stops once both cuts were met
-        )
-        fetch_config = FetchConfig(
-            user_agent=UA,
-            connect_timeout_s=config.connect_timeout_s,
-            total_timeout_s=config.total_timeout_s,
-            per_ip_concurrency=PER_IP,
-            allow_private_networks=True,
-            hosts_file=web.hosts_file,
-        )
+        config, fetch_config = _cut_web_configs(web, tmp_path / "state")
         async with HttpFetcher(fetch_config) as http:
             # Some host's fourth page request is its second cut: both kinds were met.
             counting = CountingFetcher(http, web.truth.is_robots_path, 4)
@@ -585,25 +619,11 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
                 await counting.page_requests_met.wait()
                 crawler.request_stop("cuts met")
 
-            watcher = asyncio.create_task(stop_when_both_cuts_met())
-            try:
-                snapshot = await crawler.run()
-            finally:
-                watcher.cancel()
+            snapshot = await _run_until(crawler, stop_when_both_cuts_met())
         truth = web.truth
     records = load_log(web.log_path)
     assert snapshot.stop_reason == "cuts met", snapshot
-    report = audit(
-        records,
-        spec_or_truth=truth,
-        tolerance_s=0.0,
-        min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,
-        user_agent_token="courtly",
-        seeds=config.seeds,
-    )
-    print(f"connections cut off:\n{report.summary()}")
-    assert_polite(report)
+    _assert_polite_on_cut_web(records, truth, config, "connections cut off")
     # The cuts happened: robots.txt cut at the head (status 0) and mid-body, pages both ways.
     robots = [r for r in records if r.path == "/robots.txt"]
     assert [r.status for r in robots if r.host == plain[0]] == [0]
@@ -614,6 +634,91 @@ async def test_connections_cut_off_are_never_retried_behind_the_frontier(tmp_pat
     # One request on the wire per request asked for: no layer retried anything.
     assert counting.asked == Counter((r.host, r.path) for r in records)
     assert snapshot.robots_fetches == len(robots)
+
+
+class RefetchWatch:
+    """A :class:`Fetcher` that notes page URLs asked for again and answered in full:
+    ``refetched`` is set once ``wanted`` of them came back whole on one host."""
+
+    def __init__(self, inner: Fetcher, is_robots: Callable[[str, str], bool], wanted: int) -> None:
+        self.inner = inner
+        self.asked: Counter[str] = Counter()
+        self.whole: set[str] = set()
+        self._per_host: Counter[str] = Counter()
+        self._is_robots = is_robots
+        self._wanted = wanted
+        self.refetched = asyncio.Event()
+
+    async def fetch(self, url: str) -> FetchResult:
+        target = URL(url)
+        host = target.raw_host or ""
+        robots = self._is_robots(host, target.raw_path_qs)
+        self.asked[url] += 1
+        result = await self.inner.fetch(url)
+        if not robots and self.asked[url] >= 2 and result.status == 200 and not result.truncated:
+            self.whole.add(url)
+            self._per_host[host] += 1
+            if self._per_host[host] >= self._wanted:
+                self.refetched.set()
+        return result
+
+
+RETRY_BACKOFF_S = 0.3
+"""The error back-off of the retry test: each retry waits at least this after its cut."""
+
+
+async def test_a_page_cut_off_is_fetched_on_a_later_attempt_after_the_back_off(
+    tmp_path: Path,
+) -> None:
+    """A connection cut before the response head or mid-body loses no page: the URL goes
+    back to its host's queue and a later lease fetches it whole, after the host's error
+    back-off (never at once), through the gap like any request, and the catalogue keeps
+    the whole answer."""
+    spec = dataclasses.replace(SandboxSpec.small(), dead_hosts=0, hang_s=3.0)
+    plan = DropPlan(page_every=2)  # each host: its 2nd, 4th, ... page requests are cut
+    politeness = PolitenessConfig(
+        min_delay_s=MIN_DELAY_S, error_backoff_s=RETRY_BACKOFF_S, max_backoff_s=1.0
+    )
+    async with SandboxServer(spec, workdir=tmp_path / "web", drops=plan) as web:
+        config, fetch_config = _cut_web_configs(web, tmp_path / "state")
+        async with HttpFetcher(fetch_config) as http:
+            counting = CountingFetcher(http, web.truth.is_robots_path, 1)
+            # a host's 2nd page request is cut at the head, its 4th mid-body: once two of
+            # its URLs came back whole, both kinds of cut were retried
+            watch = RefetchWatch(counting, web.truth.is_robots_path, 2)
+            crawler = Crawler(config, fetcher=watch, politeness=politeness)
+
+            async def stop_when_refetched() -> None:
+                await watch.refetched.wait()
+                crawler.request_stop("refetched")
+
+            snapshot = await _run_until(crawler, stop_when_refetched())
+        truth = web.truth
+    records = load_log(web.log_path)
+    assert snapshot.stop_reason == "refetched", snapshot
+    _assert_polite_on_cut_web(records, truth, config, "cut off, then retried")
+    assert counting.asked == Counter((r.host, r.path) for r in records)  # no hidden retry
+    store = open_store(config, QueueConfig())
+    try:
+        catalogue = {entry.url: entry async for entry in store.catalogue()}
+    finally:
+        await store.aclose()
+    by_url: dict[str, list[RequestRecord]] = {}
+    for rec in records:
+        by_url.setdefault(log_url(rec), []).append(rec)
+    kinds: set[str] = set()
+    for url in watch.whole:
+        tries = sorted(by_url[url], key=lambda r: r.start_at)
+        assert [r.cut for r in tries] == [True] * (len(tries) - 1) + [False], (url, tries)
+        kinds.add("head" if tries[0].status == 0 else "body")
+        for cut, retry in itertools.pairwise(tries):
+            # the back-off holds from the end of the cut answer, as the server saw it
+            assert retry.start_at - cut.end_at >= RETRY_BACKOFF_S, (url, cut, retry)
+        entry = catalogue[url]
+        assert (entry.status, entry.fail_reason) == (200, None), entry
+        assert entry.warc_file is not None
+    assert kinds == {"head", "body"}, kinds
+    assert snapshot.errors["interrupted"] >= 1, snapshot.errors  # the body cut, seen as such
 
 
 # -- a crawl ends by itself when nothing can be fetched any more ---------------------------
@@ -752,9 +857,9 @@ def test_max_time_ends_the_crawl_within_the_stop_grace(tmp_path: Path, hang: boo
     snapshot = run_async(crawl())
     assert snapshot.stop_reason == "max_time" and snapshot.finished
     assert snapshot.in_flight == 0
-    if hang:  # both pages hung: abandoned at the end of the grace, their leases void
+    if hang:  # both pages hung: abandoned at the end of the grace, their leases released
         assert handler.cancelled == len(seeds)
-        assert snapshot.counts.leased == len(seeds)
+        assert snapshot.counts.leased == 0 and snapshot.counts.queued == len(seeds)
     else:  # robots.txt answered 503: both hosts wait out Retry-After, nothing in flight
         assert handler.cancelled == 0
         assert snapshot.robots_fetches == len(seeds)

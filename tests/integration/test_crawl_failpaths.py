@@ -26,6 +26,7 @@ from courtly.exit_codes import ExitCode, exit_code_for
 from courtly.fetch import MemoryFetcher
 from courtly.fetch.memory import Reply
 from courtly.frontier.config import QueueConfig
+from courtly.store.memory import MemoryStore
 from courtly.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
@@ -137,6 +138,38 @@ async def test_a_max_time_stop_ends_within_the_stop_grace(tmp_path: Path) -> Non
     assert snapshot.robots_fetches == 0 and snapshot.in_flight == 0
 
 
+async def test_a_max_pages_stop_waits_for_no_robots_txt(tmp_path: Path) -> None:
+    """A robots.txt that never answers neither holds a unit of --max-pages (the other
+    host's pages are made meanwhile) nor the stop: the stop grace is an hour, and the
+    crawl ends once the pages are made, its lease released with its URL still queued."""
+    never = asyncio.Event()
+    asked = asyncio.Event()
+
+    async def hang(url: str) -> Reply:
+        if url == "http://hang.test/robots.txt":
+            asked.set()
+            await never.wait()
+        return _site(url)
+
+    seeds = ("http://hang.test/", "http://a.test/")
+    config = _config(tmp_path / "S", *seeds, max_pages=2, stop_grace_s=3600.0, concurrency=2)
+    store = MemoryStore()
+    fetcher = MemoryFetcher(hang, SystemClock())
+    began = SystemClock().now()
+    crawl = Crawler(config, fetcher=fetcher, store=store).run()
+    snapshot = await asyncio.wait_for(crawl, timeout=60.0)  # a hang would never return
+    assert asked.is_set()  # the robots.txt was in flight when the pages were made
+    assert (snapshot.stop_reason, snapshot.pages, snapshot.in_flight) == ("max_pages", 2, 0)
+    counts = await store.counts(SystemClock().now())
+    assert counts.leased == 0  # the abandoned robots.txt lease was given back
+    assert (await store.host_state("hang.test")).requests_made == 0
+    # the abandoned request is followed by its gap, as any (it began after `began`)
+    assert (await store.host_state("hang.test")).next_allowed_at >= began + config.min_delay_s
+    now = SystemClock().now()
+    batch = await store.lease(now + 3600.0, 30.0, 8)
+    assert "http://hang.test/" in {lease.url for lease in batch.leases}  # nothing lost
+
+
 # -- the command line on the sandbox web ------------------------------------------------------
 
 
@@ -172,9 +205,8 @@ def test_quiet_prints_nothing_and_the_summary_json_matches_the_exit_code(
         "--allow-private-networks", "--state", str(tmp_path / "S"), "--user-agent", UA,
         "--min-delay", "0.05", "--max-pages", "2", "--max-time", "60", "-q",
         "--summary-json", str(out),
-        # one process: a partitioned crawl stops on the sum of its partitions' reports and
-        # can fetch more than --max-pages (a known limit, not what this test is about)
-        "--processes", "1",
+        # two processes: --max-pages is one budget for the whole crawl, kept exactly
+        "--processes", "2",
     )  # fmt: skip
     assert result.exit_code == ExitCode.LIMIT, result.output
     assert result.output == ""  # -q: no progress, no summary

@@ -447,3 +447,20 @@ def test_a_partitioned_crawl_of_blocked_addresses_ends_with_nothing_fetchable(
     last_run = json.loads(result.output)["last_run"]
     assert last_run["stop_reason"] == "nothing_fetchable"
     assert last_run["stop_detail"] == snapshot.stop_detail
+
+
+@pytest.mark.parametrize("max_pages", [1, 2, 7])
+def test_a_partitioned_crawl_makes_exactly_max_pages(
+    tmp_path: Path, small_web: LiveWeb, max_pages: int
+) -> None:
+    """Both partitions claim from one shared --max-pages before each fetch: the pages made
+    (reported and catalogued) are exactly the budget, never one more."""
+    state = tmp_path / "state"
+    config = crawl_config(small_web, state, processes=2, max_pages=max_pages, max_time_s=120.0)
+    snapshot = run_async(PartitionedCrawl(config).run())
+    assert (snapshot.stop_reason, snapshot.pages) == ("max_pages", max_pages), snapshot
+    out = tmp_path / "catalogue.jsonl"
+    result = CliRunner().invoke(cli_main, ["export", "--state", str(state), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len([row for row in rows if row.get("status") is not None]) == max_pages

@@ -43,6 +43,7 @@ from courtly.frontier.config import FrontierConfig, QueueConfig
 from courtly.frontier.frontier import Frontier
 from courtly.frontier.politeness import PolitenessConfig
 from courtly.frontier.records import AddStatus, Lease, Outcome, OutcomeKind, QueuedUrl
+from courtly.frontier.retry import RETRYABLE
 from tests.stores import STORE_FACTORIES
 
 T = TypeVar("T")
@@ -80,6 +81,7 @@ class FrontierMachine(RuleBasedStateMachine):
         self.next_at: dict[str, float] = {}
         self.retired: set[str] = set()
         self.reasons: dict[str, str] = {}  # retired host -> why
+        self.attempts: dict[str, int] = {}  # url -> failed attempts retried so far
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -145,7 +147,26 @@ class FrontierMachine(RuleBasedStateMachine):
             if self.added[u][0] == host and self.added[u][1] == level and self.added[u][2] < seq
         ]
         assert not earlier, f"FIFO broken on {host} level {level}: {earlier} before {lease.url}"
+        assert lease.attempts == self.attempts.get(lease.url, 0), "attempt count lost"
+        assert lease.attempts < self.frontier.config.politeness.max_attempts
         self.live[lease.host_key] = lease
+
+    def end_fetch(
+        self, data: st.DataObject, kind: OutcomeKind, took: float, retry_after: float | None
+    ) -> tuple[Lease, Outcome]:
+        """Take one live lease whose fetch took ``took`` s and ended with ``kind``; the
+        model's next allowed time and retirement follow its outcome."""
+        host = data.draw(st.sampled_from(sorted(self.live)))
+        lease = self.live.pop(host)
+        start = self.clock.now()
+        self.clock.advance(took)
+        outcome = Outcome(kind, start, self.clock.now(), retry_after_s=retry_after)
+        expected = self.frontier.next_host_state(lease, outcome)
+        self.next_at[host] = expected.next_allowed_at
+        if expected.retired is not None:
+            self.retired.add(host)
+            self.reasons[host] = expected.retired
+        return lease, outcome
 
     # -- rules ------------------------------------------------------------------
 
@@ -194,19 +215,28 @@ class FrontierMachine(RuleBasedStateMachine):
     def complete(
         self, data: st.DataObject, kind: OutcomeKind, took: float, retry_after: float | None
     ) -> None:
-        host = data.draw(st.sampled_from(sorted(self.live)))
-        lease = self.live.pop(host)
-        start = self.clock.now()
-        self.clock.advance(took)
-        outcome = Outcome(kind, start, self.clock.now(), retry_after_s=retry_after)
-        expected = self.frontier.next_host_state(lease, outcome)
+        lease, outcome = self.end_fetch(data, kind, took, retry_after)
         result = self.run(self.frontier.complete(lease, outcome))
         assert result is not None, "an unreclaimed lease must complete"
         self.done.add(lease.url)
-        self.next_at[host] = expected.next_allowed_at
-        if expected.retired is not None:
-            self.retired.add(host)
-            self.reasons[host] = expected.retired
+
+    @precondition(lambda self: bool(self.live))
+    @rule(
+        data=st.data(),
+        kind=st.sampled_from(sorted(RETRYABLE, key=lambda k: k.value)),
+        took=st.floats(0, 5),
+    )
+    def fail(self, data: st.DataObject, kind: OutcomeKind, took: float) -> None:
+        """A retryable failure: retried (counted, after the back-off) or, at the last
+        attempt, completed."""
+        lease, outcome = self.end_fetch(data, kind, took, None)
+        if self.frontier.retries(lease, outcome):
+            assert self.run(self.frontier.retry(lease, outcome))
+            self.attempts[lease.url] = lease.attempts + 1
+        else:
+            assert lease.attempts + 1 == self.frontier.config.politeness.max_attempts
+            assert self.run(self.frontier.complete(lease, outcome)) is not None
+            self.done.add(lease.url)
 
     @precondition(lambda self: bool(self.live))
     @rule(data=st.data())

@@ -41,6 +41,7 @@ FAIL_REASONS: tuple[str, ...] = (
     "timeout",
     "dns",
     "protocol",
+    "interrupted",
     "too_long_url",
     "blocked",
     "robots_unreachable",

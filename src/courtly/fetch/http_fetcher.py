@@ -81,7 +81,8 @@ class HttpFetcher:
     or dropped response head), ``dns``, ``blocked`` (:class:`BlockedAddress`),
     ``connect`` (refused, unreachable, TLS failure) or ``timeout`` (connect or total,
     before the response head). A body cut short by a cap, a timeout or a dropped
-    connection comes back with ``truncated=True``.
+    connection comes back with ``truncated=True`` (and ``interrupted=True`` for a
+    dropped connection).
     """
 
     def __init__(
@@ -282,7 +283,7 @@ class HttpFetcher:
         try:
             headers: CIMultiDictProxy[str] = response.headers
             codings = parse_content_encoding(headers.get("Content-Encoding"))
-            raw, truncated, decoder = await self._read_body(response, codings)
+            raw, truncated, interrupted, decoder = await self._read_body(response, codings)
             if truncated:
                 response.close()  # drop the connection: the rest of the body is unread
             ended_at = clock.now()
@@ -304,6 +305,7 @@ class HttpFetcher:
                 started_at=started_at,
                 ended_at=ended_at,
                 truncated=truncated,
+                interrupted=interrupted,
                 raw_body=raw,
                 http_version=http_version,
                 reason=response.reason or "",
@@ -325,19 +327,21 @@ class HttpFetcher:
 
     async def _read_body(
         self, response: aiohttp.ClientResponse, codings: tuple[str, ...]
-    ) -> tuple[bytes, bool, BodyDecoder | None]:
-        """Read the wire body up to the cap: (raw bytes, truncated, decoder or None).
+    ) -> tuple[bytes, bool, bool, BodyDecoder | None]:
+        """Read the wire body up to the cap: (raw bytes, truncated, interrupted, decoder
+        or None).
 
         Stops early when the wire cap or the decoded cap is reached, or when the
-        connection fails or times out mid-body; ``truncated`` is then true. A
-        decoding error stops decoding, not reading, so the raw body stays whole.
+        connection fails or times out mid-body; ``truncated`` is then true, and
+        ``interrupted`` too when the connection failed (not for a cap or a timeout).
+        A decoding error stops decoding, not reading, so the raw body stays whole.
         """
         cap = self.config.max_body_bytes
         decoder = BodyDecoder(codings, self.config.max_decoded_bytes) if codings else None
         content = response.content
         chunks: list[bytes] = []
         size = 0
-        truncated = False
+        truncated = interrupted = False
         try:
             while True:
                 chunk = await content.readany()
@@ -356,10 +360,12 @@ class HttpFetcher:
                     truncated = True
                 if truncated:
                     break
-        except (aiohttp.ClientError, TimeoutError):
+        except aiohttp.ClientError:
+            truncated = interrupted = True
+        except TimeoutError:
             truncated = True
         raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        return raw, truncated, decoder
+        return raw, truncated, interrupted, decoder
 
 
 def _map_error(exc: Exception, url: str) -> FetchError:

@@ -26,6 +26,10 @@ class FetchResult:
     content-coding was corrupt or unsupported: ``body`` then holds what decoded
     before the error, or the raw bytes when nothing decoded. ``ip`` is the
     address the request went to, ``request_headers`` the headers sent.
+    ``interrupted`` is true when the connection broke mid-body (reset, closed
+    before the announced length): the answer is not whole, and the crawl treats
+    it as a failed attempt (see :mod:`courtly.frontier.retry`); ``truncated`` is
+    then true as well. A cap or a timeout mid-body does not set it.
     """
 
     url: str
@@ -42,6 +46,7 @@ class FetchResult:
     request_headers: tuple[tuple[str, str], ...] = field(default=())
     decoded_too_large: bool = False
     decoding_failed: bool = False
+    interrupted: bool = False
 
     @property
     def elapsed_s(self) -> float:

@@ -28,6 +28,7 @@ from courtly.frontier.config import FrontierConfig
 from courtly.frontier.politeness import apply_outcome
 from courtly.frontier.prioritiser import PrioritySignals, prioritise
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, Outcome, QueuedUrl
+from courtly.frontier.retry import should_retry
 from courtly.store.base import FrontierStore, LeaseBatch
 from courtly.url import canonicalize, host_of
 
@@ -179,6 +180,23 @@ class Frontier:
         state = self.next_host_state(lease, outcome) if outcome is not None else None
         released = await self.store.release(lease, state, self._clock.now())
         if released and state is not None:
+            self._count_retired(lease, state)
+        return released
+
+    def retries(self, lease: Lease, outcome: Outcome) -> bool:
+        """True if the fetch made under ``lease`` that ended with ``outcome`` is to be
+        tried again (:func:`~courtly.frontier.retry.should_retry`): then :meth:`retry`
+        it, else :meth:`complete` it with its failure catalogued."""
+        return should_retry(outcome.kind, lease.attempts, self.config.politeness.max_attempts)
+
+    async def retry(self, lease: Lease, outcome: Outcome) -> bool:
+        """Give a failed attempt back: the URL returns to the head of its host's queue
+        with one more attempt counted, and the host's state advances with ``outcome``
+        (its back-off: the next attempt waits for it, through a lease like any
+        request). ``False`` if the lease was fenced."""
+        state = self.next_host_state(lease, outcome)
+        released = await self.store.release(lease, state, self._clock.now(), failed=True)
+        if released:
             self._count_retired(lease, state)
         return released
 

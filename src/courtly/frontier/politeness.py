@@ -72,6 +72,9 @@ class PolitenessConfig:
     """This many consecutive requests with no response retire the host as ``"dead"``."""
     robots_retry_s: float = 60.0
     """First retry of an unreachable robots.txt; doubles with each failure (up to 1 h)."""
+    max_attempts: int = 3
+    """Attempts at one page URL whose fetch fails in a retryable way (no response, 5xx,
+    429) before it is catalogued as failed; see :mod:`courtly.frontier.retry`."""
 
     def __post_init__(self) -> None:
         for name in (
@@ -91,6 +94,8 @@ class PolitenessConfig:
             raise ValueError("robots_retry_s must be > 0")
         if self.dead_after_failures < 1:
             raise ValueError("dead_after_failures must be >= 1")
+        if self.max_attempts < 1:
+            raise ValueError("max_attempts must be >= 1")
 
 
 def politeness_delay_s(

@@ -88,7 +88,9 @@ class Lease:
     ``token`` is a fencing token, unique and increasing per frontier: a
     completion whose token is not the host's current one is rejected. The lease
     is void after ``expires_at``: the URL then returns to the head of its back
-    queue and the host to the ready heap.
+    queue and the host to the ready heap. ``attempts`` counts the earlier attempts
+    at this URL that failed and were retried (0 on the first; see
+    :mod:`courtly.frontier.retry`); it is stored with the URL in its back queue.
     """
 
     token: int
@@ -98,6 +100,7 @@ class Lease:
     leased_at: float
     expires_at: float
     host: HostState
+    attempts: int = 0
 
 
 class OutcomeKind(enum.Enum):

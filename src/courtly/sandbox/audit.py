@@ -18,7 +18,8 @@ Checks (each counted in ``violations``):
 ``robots_unavailable``  a non-robots URL was fetched from a host whose robots.txt
                         answered 5xx or hung (complete disallow, RFC 9309)
 ``duplicate``           the same canonical URL was fetched again after a final answer
-                        (2xx/3xx/4xx other than 408/429; robots.txt refetches excluded)
+                        (2xx/3xx/4xx other than 408/429, not cut off; robots.txt
+                        refetches excluded)
 
 Requests to the dead host never reach the server and cannot be audited here.
 """
@@ -292,7 +293,7 @@ def audit(
                 findings.add("disallowed", rec, f"robots.txt disallows it for {token!r}")
             if url in final_seen:
                 findings.add("duplicate", rec, "already fetched with a final answer")
-            if rec.status not in _NOT_FINAL and rec.status < 500:
+            if rec.status not in _NOT_FINAL and rec.status < 500 and not rec.cut:
                 final_seen.add(url)
         if rec.status == 200:
             fetched_ok.add(url)

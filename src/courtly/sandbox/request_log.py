@@ -20,6 +20,9 @@ response was handed to the socket, or when the client went away. Fields::
     conn               a connection id, unique within one log file
     retry_after_s      the Retry-After sent with a 429/503, else null
     method             the request method
+    cut                true when the server cut the connection off on purpose
+                       (:class:`~courtly.sandbox.server.DropPlan`): the answer is not
+                       whole, so the client may ask again
 
 Lines are buffered and flushed at least every ``flush_every_s`` seconds and on
 close, so a reader sees everything once the server has stopped.
@@ -54,6 +57,7 @@ class RequestRecord:
     conn: int
     retry_after_s: float | None = None
     method: str = "GET"
+    cut: bool = False
 
     def to_json(self) -> str:
         """One JSON line (without the newline)."""
@@ -75,6 +79,7 @@ class RequestRecord:
             conn=int(raw.get("conn", 0)),
             retry_after_s=None if retry is None else float(retry),
             method=str(raw.get("method", "GET")),
+            cut=bool(raw.get("cut", False)),
         )
 
 

@@ -557,8 +557,10 @@ class SandboxServer:
         retry_after_s: float | None = None,
         *,
         end_at: float | None = None,
+        cut: bool = False,
     ) -> None:
-        """Log ``request``; ``end_at`` is when its last byte was sent (default: now).
+        """Log ``request``; ``end_at`` is when its last byte was sent (default: now);
+        ``cut``: the connection was cut off on purpose (:class:`DropPlan`).
 
         ``end_at`` is the stamp :meth:`_Connection.write` took before handing the
         response's last byte to the socket; "now" is for requests that ended
@@ -580,6 +582,7 @@ class SandboxServer:
                 conn=conn.conn,
                 retry_after_s=retry_after_s,
                 method=request.method,
+                cut=cut,
             )
         )
 
@@ -671,7 +674,7 @@ class SandboxServer:
             status = prepared.status
         if conn.transport is not None:
             conn.transport.close()  # a FIN after what was written, as a closing server sends
-        self._log_request(conn, request, status, nbytes, end_at=ended_at)
+        self._log_request(conn, request, status, nbytes, end_at=ended_at, cut=True)
         conn.finish(close=True)
 
     def _complete(

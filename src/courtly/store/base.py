@@ -133,11 +133,16 @@ class FrontierStore(Protocol):
         """
         ...
 
-    async def release(self, lease: Lease, host: HostState | None, now_at: float) -> bool:
+    async def release(
+        self, lease: Lease, host: HostState | None, now_at: float, *, failed: bool = False
+    ) -> bool:
         """Give a lease back unfinished: its URL returns to the head of the back queue.
 
         ``host`` (if given) replaces the host's state, e.g. after a robots.txt
-        fetch made under the lease. ``False`` if the lease was fenced.
+        fetch made under the lease. ``failed``: the attempt at the URL failed and
+        is to be retried; its attempt count (stored with the URL, durable like the
+        queue) grows by one and the next lease of it carries the new count in
+        :attr:`Lease.attempts`. ``False`` if the lease was fenced (nothing changes).
         """
         ...
 

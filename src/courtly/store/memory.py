@@ -6,7 +6,8 @@ keeps its rows:
 * **front queues**: one FIFO per priority level, drawn by a biased selector
   (:class:`~courtly.frontier.front.FrontQueues`); an entry is one compact string,
   ``"<depth> <url>"``, or ``"<depth>@<host_key> <url>"`` when the host key is not
-  the URL's own host (about 130 bytes of RSS per queued URL, seen-set included);
+  the URL's own host, and ``"<depth>!<attempts>…"`` in a back queue once an
+  attempt at the URL failed (about 130 bytes of RSS per queued URL, seen-set included);
 * **back queues**: a deque of the same entry strings per held host;
 * **host rows**: ``host_key -> HostRow`` (politeness state and queued count),
   kept for every host seen;
@@ -63,9 +64,18 @@ class _MemoryRows:
             queue = self.back[host_key] = deque()
         queue.append(_encode(host_key, depth, url))
 
-    def back_head(self, host_key: str) -> tuple[int, str]:
+    def back_head(self, host_key: str) -> tuple[int, str, int]:
         head, _, url = self.back[host_key][0].partition(" ")
-        return int(head.partition("@")[0]), url
+        counts = head.partition("@")[0]
+        depth, _, attempts = counts.partition("!")
+        return int(depth), url, int(attempts or 0)
+
+    def back_retry(self, host_key: str) -> None:
+        queue = self.back[host_key]
+        head, _, url = queue[0].partition(" ")
+        counts, at, host = head.partition("@")
+        depth, _, attempts = counts.partition("!")
+        queue[0] = f"{depth}!{int(attempts or 0) + 1}{at}{host} {url}"
 
     def back_pop(self, host_key: str) -> None:
         queue = self.back[host_key]
@@ -155,10 +165,12 @@ class MemoryStore:
         self._rows.record(records)
         return statuses
 
-    async def release(self, lease: Lease, host: HostState | None, now_at: float) -> bool:
+    async def release(
+        self, lease: Lease, host: HostState | None, now_at: float, *, failed: bool = False
+    ) -> bool:
         if not self._sched.end_lease(lease, host):
             return False
-        self._sched.release(lease, now_at)
+        self._sched.release(lease, now_at, failed=failed)
         return True
 
     async def record(self, records: Sequence[CatalogueEntry]) -> None:
@@ -202,7 +214,8 @@ def _encode(host_key: str, depth: int, url: str) -> str:
 def _decode(entry: str) -> tuple[str, int, str]:
     """``(host_key, depth, url)`` of a queue entry (see :func:`_encode`)."""
     head, _, url = entry.partition(" ")
-    depth, at, host = head.partition("@")
+    counts, at, host = head.partition("@")
+    depth = counts.partition("!")[0]
     if not at:
         start = url.find("://") + 3
         end = url.find("/", start)

@@ -35,7 +35,10 @@ tier's level draw decides only when a host is first taken in.
 
 **Leases.** A lease reads the head URL of its host's back queue and leaves it
 there; ``complete`` removes it, ``release`` and expiry leave it at the head.
-Tokens increase; only the current lease of a host can end it (fencing).
+Tokens increase; only the current lease of a host can end it (fencing). A
+release after a failed attempt counts it on the head URL (``back_retry``); the
+count comes back with the URL's next lease. Whether to retry is the caller's
+policy (:mod:`courtly.frontier.retry`), not the scheduler's.
 
 **Retirement.** A host whose new state is retired loses its queued URLs: each is
 catalogued with ``skip_reason = "host_retired:<reason>"`` (those still in the
@@ -98,8 +101,13 @@ class QueueRows(Protocol):
         """Append a URL to the host's back queue."""
         ...
 
-    def back_head(self, host_key: str) -> tuple[int, str]:
-        """``(depth, url)`` at the head of the host's back queue (left in place)."""
+    def back_head(self, host_key: str) -> tuple[int, str, int]:
+        """``(depth, url, attempts)`` at the head of the host's back queue (left in place);
+        ``attempts`` counts the failed attempts at it so far."""
+        ...
+
+    def back_retry(self, host_key: str) -> None:
+        """Count one more failed attempt at the head of the host's back queue."""
         ...
 
     def back_pop(self, host_key: str) -> None:
@@ -287,8 +295,12 @@ class Scheduler:
         self._requeue(key, row.state, now_at)
         return statuses
 
-    def release(self, lease: Lease, now_at: float) -> None:
-        """After :meth:`end_lease`: the leased URL is at the head again; requeue the host."""
+    def release(self, lease: Lease, now_at: float, *, failed: bool = False) -> None:
+        """After :meth:`end_lease`: the leased URL is at the head again (``failed``: with
+        one more failed attempt counted, see :mod:`courtly.frontier.retry`); requeue the
+        host."""
+        if failed:
+            self._rows.back_retry(lease.host_key)
         self._back_size += 1
         self._requeue(lease.host_key, self._rows.host(lease.host_key).state, now_at)
 
@@ -346,11 +358,12 @@ class Scheduler:
     # -- internals ----------------------------------------------------------------
 
     def _lease_head(self, key: str, now_at: float, ttl_s: float) -> Lease:
-        depth, url = self._rows.back_head(key)
+        depth, url, attempts = self._rows.back_head(key)
         self._back_size -= 1
         self.token += 1
         expires_at = now_at + ttl_s
-        lease = Lease(self.token, key, url, depth, now_at, expires_at, self._rows.host(key).state)
+        state = self._rows.host(key).state
+        lease = Lease(self.token, key, url, depth, now_at, expires_at, state, attempts)
         self._leases[key] = lease
         heapq.heappush(self._expiry, (expires_at, self.token, key))
         return lease

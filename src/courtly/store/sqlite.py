@@ -257,16 +257,25 @@ class _SqliteRows:
         self._back_inserts.append((host_key, span[1], depth, url))
         span[1] += 1
 
-    def back_head(self, host_key: str) -> tuple[int, str]:
+    def back_head(self, host_key: str) -> tuple[int, str, int]:
         if self._back_inserts:
             self.write_pending()
         row = self._db.execute(
-            "SELECT depth, url FROM back WHERE host_key = ? AND seq = ?",
+            "SELECT depth, url, attempts FROM back WHERE host_key = ? AND seq = ?",
             (host_key, self.back[host_key][0]),
         ).fetchone()
         if row is None:
             raise sqlite3.DatabaseError(f"back queue of {host_key} lost its head row")
-        return int(row[0]), str(row[1])
+        return int(row[0]), str(row[1]), int(row[2])
+
+    def back_retry(self, host_key: str) -> None:
+        if self._back_inserts:
+            self.write_pending()
+        self._begin(1)
+        self._db.execute(
+            "UPDATE back SET attempts = attempts + 1 WHERE host_key = ? AND seq = ?",
+            (host_key, self.back[host_key][0]),
+        )
 
     def back_pop(self, host_key: str) -> None:
         if self._back_inserts:
@@ -487,11 +496,13 @@ class SqliteStore:
             self._rows.record(records)
             return statuses
 
-    async def release(self, lease: Lease, host: HostState | None, now_at: float) -> bool:
+    async def release(
+        self, lease: Lease, host: HostState | None, now_at: float, *, failed: bool = False
+    ) -> bool:
         with self._step(now_at):
             if not self._sched.end_lease(lease, host):
                 return False
-            self._sched.release(lease, now_at)
+            self._sched.release(lease, now_at, failed=failed)
             return True
 
     async def record(self, records: Sequence[CatalogueEntry]) -> None:

@@ -217,3 +217,18 @@ async def test_inactive_hosts_come_back_after_reopen(tmp_path: Path) -> None:
     again = (await store.lease(T0 + 300.0, TTL_S, 4)).leases
     assert [le.url for le in again] == ["http://park.test/2"]
     await store.aclose()
+
+
+async def test_a_urls_failed_attempts_survive_a_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path)
+    await store.add([url("a.test", "p0"), url("a.test", "p1")], T0, NO_BUDGET)
+    for _ in range(2):
+        lease = (await store.lease(T0, TTL_S, 1)).leases[0]
+        assert await store.release(lease, None, T0, failed=True)
+    await store.aclose()
+
+    store = open_store(path)
+    again = (await store.lease(T0, TTL_S, 1)).leases[0]
+    assert (again.url, again.attempts) == ("http://a.test/p0", 2)
+    await store.aclose()

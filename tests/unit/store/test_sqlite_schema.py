@@ -160,7 +160,7 @@ async def test_a_version_1_file_gains_the_fail_reason_column(tmp_path: Path) -> 
     await store.aclose()
     assert [e.fail_reason for e in entries] == [None, "http_503"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
     conn.close()
 
 
@@ -206,3 +206,17 @@ def test_a_file_in_use_is_refused_as_locked(tmp_path: Path) -> None:
             open_database(path)
     finally:
         holder.close()
+
+
+async def test_a_version_2_file_gains_the_attempts_column(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    conn = open_database(path, version=2)
+    conn.execute(
+        "INSERT INTO back (host_key, seq, depth, url) VALUES ('a.test', 0, 1, 'http://a.test/')"
+    )
+    conn.execute("INSERT INTO hosts VALUES ('a.test', 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 1)")
+    conn.close()
+    store = SqliteStore(path, QueueConfig())
+    lease = (await store.lease(1_000.0, 30.0, 1)).leases[0]
+    assert (lease.url, lease.depth, lease.attempts) == ("http://a.test/", 1, 0)
+    await store.aclose()

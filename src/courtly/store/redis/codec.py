@@ -18,6 +18,7 @@ from courtly.frontier.records import HostState
 
 __all__ = [
     "bloom_hashes",
+    "decode_attempts",
     "decode_catalogue",
     "decode_entry",
     "decode_state",
@@ -79,7 +80,14 @@ def encode_entry(host_key: str, depth: int, url: str) -> str:
 def decode_entry(entry: str) -> tuple[int, str]:
     """``(depth, url)`` of a queue entry."""
     head, _, url = entry.partition(" ")
-    return int(head.partition("@")[0]), url
+    return int(head.partition("@")[0].partition("!")[0]), url
+
+
+def decode_attempts(entry: str) -> int:
+    """The failed attempts a back-queue entry counts: ``"<depth>!<attempts>[@…] <url>"``
+    once one failed (``release.lua`` writes it), 0 for a plain entry."""
+    head = entry.partition(" ")[0]
+    return int(head.partition("@")[0].partition("!")[2] or 0)
 
 
 def encode_state(state: HostState) -> str:

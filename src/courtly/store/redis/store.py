@@ -54,6 +54,7 @@ from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease
 from courtly.store.base import LeaseBatch
 from courtly.store.redis.codec import (
     bloom_hashes,
+    decode_attempts,
     decode_catalogue,
     decode_entry,
     decode_state,
@@ -357,13 +358,14 @@ class RedisStore:
         await self._record(rest, found=later)
         return statuses
 
-    async def release(self, lease: Lease, host: HostState | None, now_at: float) -> bool:
+    async def release(
+        self, lease: Lease, host: HostState | None, now_at: float, *, failed: bool = False
+    ) -> bool:
         await self.open()
         shard = shard_of(lease.host_key, self._layout.shards)
         state = _NO_STATE if host is None else self._state_args(lease, host, now_at)
-        reply = await self._shard_call(
-            "release", shard, now_at, [lease.host_key, lease.token, *state]
-        )
+        args = [lease.host_key, lease.token, *state, "1" if failed else "0"]
+        reply = await self._shard_call("release", shard, now_at, args)
         return not reply.fenced
 
     async def record(self, records: Sequence[CatalogueEntry]) -> None:
@@ -555,9 +557,11 @@ class RedisStore:
         rest = reply.rest
         for i in range(0, len(rest), 5):
             host_key = _s(rest[i])
-            depth, url = decode_entry(_s(rest[i + 2]))
+            entry = _s(rest[i + 2])
+            depth, url = decode_entry(entry)
             state = decode_state(host_key, self._to_caller(float(rest[i + 3])), _s(rest[i + 4]))
-            out.append(Lease(int(rest[i + 1]), host_key, url, depth, now_at, now_at + ttl_s, state))
+            token, expires_at, attempts = int(rest[i + 1]), now_at + ttl_s, decode_attempts(entry)
+            out.append(Lease(token, host_key, url, depth, now_at, expires_at, state, attempts))
         return out
 
     def _state_args(self, lease: Lease, host: HostState, now_at: float) -> tuple[str, ...]:

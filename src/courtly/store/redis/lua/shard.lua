@@ -46,7 +46,7 @@ local function finish()
 end
 
 -- queue entries: "<depth> <url>", or "<depth>@<host> <url>" when the host key is not
--- the URL's authority
+-- the URL's authority; a back-queue head whose attempts failed reads "<depth>!<n>..."
 local function entry_url(e) return string.sub(e, string.find(e, ' ', 1, true) + 1) end
 local function entry_depth(e) return string.match(e, '^(%d+)') end
 local function entry_host(e)
