@@ -34,11 +34,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import json
 import logging
 from collections import deque
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from scrapy import Request, Spider, signals
 from scrapy.http import Response
@@ -66,6 +67,7 @@ from courtly.integrations.scrapy.engine import wake_engine
 from courtly.integrations.scrapy.gate import IpGate
 from courtly.integrations.scrapy.keys import (
     PAYLOAD_NAMESPACE,
+    SCRAPING_INDEX,
     key_for,
     level_for_priority,
     payload_id_of,
@@ -120,7 +122,13 @@ class _Held:
     ip: str | None = None
     owed_at: float | None = None
     """When the host came due while the scheduler was waiting for it (start-lag statistic)."""
-    handed_out: bool = False
+    gate_wait_s: float = 0.0
+    """How long it waited for a place at its address (the per-IP cap)."""
+    gated_at: float | None = None
+    buffered_at: float | None = None
+    """When it entered the due buffer."""
+    handed_at: float | None = None
+    """When :meth:`CourtlyScheduler.next_request` handed it to the engine."""
     started_at: float | None = None
     status: int | None = None
     retry_after_s: float | None = None
@@ -129,6 +137,13 @@ class _Held:
     children: int = 0
     """Requests the callback yielded that have not reached :meth:`enqueue_request` yet."""
     output_done: bool = False
+
+
+_Step = Literal["release", "complete", "complete_scraping", "scraped"]
+"""What the pump does with a lease: give it back; complete it (the payload is
+cleared); complete it while the spider still has the response (the payload stays,
+listed in the scraping index); or the spider is done with such a response (its
+requests are stored before this step: it leaves the index, the payload is cleared)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,16 +188,28 @@ class CourtlyScheduler:
         self._seen: set[bytes] = set()
         self._in_memory: dict[str, Request] = {}
         self._adds: deque[_Add] = deque()
-        self._completions: deque[tuple[_Held, Outcome | None, bool]] = deque()
+        self._completions: deque[tuple[_Held, Outcome | None, _Step]] = deque()
         self._due: deque[_Held] = deque()
         self._bypass: deque[Request] = deque()
         self._held: dict[str, _Held] = {}
+        """Leased requests, from their lease to the end of their response."""
+        self._scraping: dict[str, _Held] = {}
+        """Requests whose response the spider is working on (their lease is completed)."""
+        self._scrape_index: set[str] = set()
+        self._index_dirty = False
+        self._stale_payloads: list[str] = []
         self._gate: IpGate[_Held] = IpGate(config.per_ip)
         self._ips: dict[str, str | None] = {}
         self._admitting = 0
         self._frontier_busy = True
         self._last_lease_at = float("-inf")
-        self._lags: list[float] = []
+        self._lags: list[tuple[float, float, float, float]] = []
+        """Per request that was owed: (due -> due buffer less the per-IP wait, -> engine,
+        -> downloader, the per-IP wait), seconds."""
+        self._scrape_lags: list[float] = []
+        """Per response: seconds from its end to the end of its callback's output."""
+        self._pump_steps = 0
+        self._pump_busy_s = 0.0
         self._work: asyncio.Event | None = None
         self._stopping = False
         self._pump: asyncio.Task[None] | None = None
@@ -201,6 +228,7 @@ class CourtlyScheduler:
             or self._due
             or self._adds
             or self._held
+            or self._scraping
             or self._completions
             or self._admitting
             or self._frontier_busy
@@ -255,7 +283,7 @@ class CourtlyScheduler:
         if not self._due:
             return None
         held = self._due.popleft()
-        held.handed_out = True
+        held.handed_at = self._clock.now()
         request = held.request
         request.meta[KEY_META] = held.lease.url
         request.meta[_SLOT_META] = held.lease.host_key
@@ -283,9 +311,44 @@ class CourtlyScheduler:
         sig.connect(self._downloaded, signal=signals.response_downloaded)
         sig.connect(self._left, signal=signals.request_left_downloader)
         sig.connect(self._scheduled, signal=signals.request_scheduled)
+        await self._requeue_scraping()
         counts = await self._frontier.counts()
-        self._set("resumed_queued", counts.queued)
+        self._set("resumed_queued", counts.queued + len(self._adds))
         self._pump = asyncio.get_running_loop().create_task(self._run())
+
+    async def _requeue_scraping(self) -> None:
+        """Requeue the requests a previous run was scraping when it stopped: their
+        links may not have been stored (``courtly/resumed_scraping``)."""
+        assert self._frontier is not None and self._codec is not None
+        store = self._frontier.store
+        data = await store.get_blob(*SCRAPING_INDEX)
+        ids: list[str] = json.loads(data) if data else []
+        for payload_id in ids:
+            payload = await store.get_blob(PAYLOAD_NAMESPACE, payload_id)
+            self._stale_payloads.append(payload_id)
+            try:
+                request = self._codec.decode(payload) if payload else None
+            except Exception:
+                log.exception("courtly scheduler: a stored request cannot be read back")
+                request = None
+            if request is None:
+                self._inc("lost")
+                continue
+            fingerprint = self._fingerprinter.fingerprint(request)
+            self._seen.add(fingerprint)
+            key = key_for(request.url, fingerprint, dont_filter=True)
+            levels = self._fconfig.queues.levels
+            depth = request.meta.get("depth", 0)
+            entry = QueuedUrl(
+                key,
+                host_of(key),
+                level_for_priority(request.priority, levels),
+                depth if isinstance(depth, int) else 0,
+            )
+            self._adds.append(_Add(entry, payload_id_of(key), payload))
+            self._inc("resumed_scraping")
+        if ids:
+            self._index_dirty = True
 
     def _open_store(self) -> FrontierStore:
         queues = self._fconfig.queues
@@ -316,6 +379,8 @@ class CourtlyScheduler:
         for held in [*self._due, *self._gate.drain_waiting()]:
             self._give_back(held, None)
         self._due.clear()
+        # Responses the spider had not finished with stay in the scraping index: the
+        # next run requeues them.
         await self._drain()
         counts = await frontier.counts()
         self._set("left_queued", counts.queued)
@@ -333,8 +398,10 @@ class CourtlyScheduler:
         async with asyncio.TaskGroup() as group:
             self._group = group
             while not self._stopping:
+                self._pump_steps += 1
                 self._work.clear()
                 wait_s = 0.0
+                began = self._clock.now()
                 try:
                     await self._drain()
                     wait_s = await self._fill()
@@ -348,6 +415,7 @@ class CourtlyScheduler:
                     log.exception("courtly scheduler: pump step failed")
                     self._inc("pump_errors")
                     wait_s = _MAX_IDLE_S
+                self._pump_busy_s += self._clock.now() - began
                 if wait_s > 0 and not self._work.is_set():
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._work.wait(), wait_s)
@@ -388,18 +456,40 @@ class CourtlyScheduler:
                     self._inc(f"dropped/{label.lower()}")
             self._frontier_busy = True
             wrote = True
-        while self._completions:
-            held, outcome, done = self._completions.popleft()
+        for payload_id in self._stale_payloads:
+            await store.put_blob(PAYLOAD_NAMESPACE, payload_id, b"")
             wrote = True
-            if not done:
+        self._stale_payloads.clear()
+        while self._completions:
+            held, outcome, step = self._completions.popleft()
+            wrote = True
+            if step == "release":
                 if not await frontier.release(held.lease, outcome):
                     self._inc("fenced")
+                continue
+            if step == "scraped":
+                if held.payload_id in self._scrape_index:
+                    self._scrape_index.discard(held.payload_id)
+                    self._index_dirty = True
+                    await store.put_blob(PAYLOAD_NAMESPACE, held.payload_id, b"")
                 continue
             result = await frontier.complete(held.lease, outcome or Outcome.no_request(0.0))
             if result is None:
                 self._inc("fenced")
-            elif held.stored:
+            elif not held.stored:
+                pass
+            elif step == "complete_scraping" and self._scraping.get(held.lease.url) is held:
+                self._scrape_index.add(held.payload_id)  # kept until its links are stored
+                self._index_dirty = True
+            else:
                 await store.put_blob(PAYLOAD_NAMESPACE, held.payload_id, b"")
+        if self._index_dirty:
+            # The same commit as the steps above: no step leaves a response's links
+            # unstored without its request in the index or still queued.
+            index = json.dumps(sorted(self._scrape_index)).encode()
+            await store.put_blob(*SCRAPING_INDEX, index)
+            self._index_dirty = False
+            wrote = True
         if wrote:
             await store.flush()
 
@@ -455,6 +545,8 @@ class CourtlyScheduler:
             held.ip = ip
             if ip is None or self._gate.admit(ip, held):
                 self._go(held)
+            else:
+                held.gated_at = self._clock.now()
         finally:
             self._admitting -= 1
 
@@ -501,6 +593,7 @@ class CourtlyScheduler:
         if held.decision is None:
             self._spawn(self._fetch_robots(held))
             return
+        held.buffered_at = self._clock.now()
         self._due.append(held)
         self._wake_engine()
 
@@ -566,8 +659,11 @@ class CourtlyScheduler:
             return
         now = self._clock.now()
         held.started_at = now
-        if held.owed_at is not None and len(self._lags) < _LAG_SAMPLES:
-            self._lags.append(now - held.owed_at)
+        owed, buffered, handed = held.owed_at, held.buffered_at, held.handed_at
+        full = len(self._lags) >= _LAG_SAMPLES
+        if owed is not None and buffered is not None and handed is not None and not full:
+            pump = buffered - owed - held.gate_wait_s
+            self._lags.append((pump, handed - buffered, now - handed, held.gate_wait_s))
 
     def _downloaded(self, response: Response, request: Request, **_: Any) -> None:
         held = self._held_for(request)
@@ -603,23 +699,28 @@ class CourtlyScheduler:
         if held.status is None:
             self._finish(held, outcome)  # no response: nothing goes to the spider
             return
-        # The host's next time is fixed now (from this end); the lease itself completes
-        # once the callback's requests are enqueued, so a kill cannot lose them.
+        # The lease completes now (the host is due again from this end, whatever the
+        # spider does with the response); the request stays stored, in the scraping
+        # index, until the callback's requests are stored, so a kill cannot lose them.
         held.outcome = outcome
+        self._held.pop(held.lease.url, None)
+        self._scraping[held.lease.url] = held
+        self._completions.append((held, outcome, "complete_scraping"))
+        self._poke()
         asyncio.get_running_loop().call_later(_SCRAPE_GRACE_S, self._settle, held, True)
 
     def child_yielded(self, request: Request, parent: Request) -> None:
         """The callback of ``parent``'s response yielded ``request`` (spider middleware)."""
         key = parent.meta.get(KEY_META)
-        held = self._held.get(key) if isinstance(key, str) else None
-        if held is not None and held.outcome is not None:
+        held = self._scraping.get(key) if isinstance(key, str) else None
+        if held is not None:
             request.meta[PARENT_META] = key
             held.children += 1
 
     def output_done(self, parent: Request) -> None:
         """The callback of ``parent``'s response has yielded everything (spider middleware)."""
         key = parent.meta.get(KEY_META)
-        held = self._held.get(key) if isinstance(key, str) else None
+        held = self._scraping.get(key) if isinstance(key, str) else None
         if held is not None:
             held.output_done = True
             self._settle(held)
@@ -629,27 +730,31 @@ class CourtlyScheduler:
         before a handler such as the offsite filter may drop it, and just before
         :meth:`enqueue_request`)."""
         parent = request.meta.pop(PARENT_META, None)
-        held = self._held.get(parent) if isinstance(parent, str) else None
+        held = self._scraping.get(parent) if isinstance(parent, str) else None
         if held is not None:
             held.children -= 1
             self._settle(held)
 
-    def _settle(self, held: _Held, late: bool = False) -> None:
-        if held.outcome is None or self._held.get(held.lease.url) is not held:
+    def _settle(self, held: _Held, late: bool = False, *, done: bool = False) -> None:
+        """The spider is done with ``held``'s response once its callback has yielded
+        everything and each request it yielded is enqueued (or after the grace)."""
+        if held.outcome is None or self._scraping.get(held.lease.url) is not held:
             return
         if late:
             self._inc("completed_late")
-        elif not held.output_done or held.children > 0:
+        elif not done and (not held.output_done or held.children > 0):
             return
-        self._finish(held, held.outcome)
+        if len(self._scrape_lags) < _LAG_SAMPLES:
+            self._scrape_lags.append(self._clock.now() - held.outcome.ended_at)
+        del self._scraping[held.lease.url]
+        self._completions.append((held, None, "scraped"))
+        self._poke()
 
     def _copy_enqueued(self, key: str) -> None:
-        held = self._held.get(key)
-        if held is None:
-            return
-        if held.outcome is not None:
-            self._finish(held, held.outcome)  # redirected or retried: no callback
-        else:
+        scraping = self._scraping.get(key)
+        if scraping is not None:
+            self._settle(scraping, done=True)  # redirected or retried: no callback
+        elif key in self._held:
             self._never_downloaded(key)
 
     def never_downloaded(self, request: Request) -> None:
@@ -661,7 +766,7 @@ class CourtlyScheduler:
 
     def _never_downloaded(self, key: str) -> None:
         held = self._held.get(key)
-        if held is None or not held.handed_out or held.started_at is not None:
+        if held is None or held.handed_at is None or held.started_at is not None:
             return
         self._inc("not_downloaded")
         self._release_ip(held)
@@ -675,12 +780,14 @@ class CourtlyScheduler:
         ip, held.ip = held.ip, None
         successor = self._gate.release(ip)
         if successor is not None:
+            if successor.gated_at is not None:
+                successor.gate_wait_s = self._clock.now() - successor.gated_at
             self._go(successor)
 
     def _finish(self, held: _Held, outcome: Outcome) -> None:
         """The lease is done: complete it (the request leaves the frontier)."""
         self._held.pop(held.lease.url, None)
-        self._completions.append((held, outcome, True))
+        self._completions.append((held, outcome, "complete"))
         self._poke()
 
     def _give_back(self, held: _Held, outcome: Outcome | None) -> None:
@@ -688,7 +795,7 @@ class CourtlyScheduler:
         self._held.pop(held.lease.url, None)
         if not held.stored:
             self._in_memory[held.payload_id] = held.request
-        self._completions.append((held, outcome, False))
+        self._completions.append((held, outcome, "release"))
         self._poke()
 
     def _poke(self) -> None:
@@ -710,13 +817,25 @@ class CourtlyScheduler:
             engine.close_spider(self.crawler.spider, reason)
 
     def _record_lags(self) -> None:
-        lags = sorted(self._lags)
-        self._set("start_lag_samples", len(lags))
-        if not lags:
-            return
-        for name, q in (("p50", 0.5), ("p99", 0.99)):
-            self._set(f"start_lag_{name}_ms", round(1000 * lags[int(q * (len(lags) - 1))], 1))
-        self._set("start_lag_max_ms", round(1000 * lags[-1], 1))
+        self._set("pump_steps", self._pump_steps)
+        self._set("pump_busy_ms", round(1000 * self._pump_busy_s))
+        self._set("start_lag_samples", len(self._lags))
+        stages = {
+            "start_lag": [sum(lag[:3]) for lag in self._lags],
+            "start_lag_pump": [lag[0] for lag in self._lags],
+            "start_lag_engine": [lag[1] for lag in self._lags],
+            "start_lag_downloader": [lag[2] for lag in self._lags],
+            "ip_wait": [lag[3] for lag in self._lags],
+            "scrape": self._scrape_lags,
+        }
+        for stage, values in stages.items():
+            if not values:
+                continue
+            values.sort()
+            for name, q in (("p50", 0.5), ("p99", 0.99)):
+                at = values[int(q * (len(values) - 1))]
+                self._set(f"{stage}_{name}_ms", round(1000 * at, 1))
+            self._set(f"{stage}_max_ms", round(1000 * values[-1], 1))
 
     def _inc(self, name: str, count: int = 1) -> None:
         self._stats.inc_value(f"courtly/{name}", count)

@@ -10,7 +10,7 @@ Scrapy setting                     CLI flag                    default
 ``COURTLY_MAX_DELAY``              ``--max-delay``             60 s
 ``COURTLY_PER_IP``                 ``--per-ip``                2
 ``COURTLY_ALLOW_PRIVATE_NETWORKS`` ``--allow-private-networks`` false
-``COURTLY_BACK_QUEUES``            ``--back-queues``           CONCURRENT_REQUESTS / 8,
+``COURTLY_BACK_QUEUES``            ``--back-queues``           CONCURRENT_REQUESTS / 2,
                                                                at least 16
 ``COURTLY_MAX_WAIT``               (Scrapy only)               600 s
 =================================  ==========================  =========================
@@ -53,7 +53,9 @@ class CourtlySettings:
     ``lease_ttl_s`` must outlast the longest download (``DOWNLOAD_TIMEOUT``).
     ``back_queues`` is how many hosts are crawled at once: each new one costs a
     robots.txt fetch first, and a Scrapy process makes far fewer requests a second
-    than courtly's own fetcher, so the default is narrower than the CLI's.
+    than courtly's own fetcher, so the default (half of ``CONCURRENT_REQUESTS``)
+    is narrower than the CLI's three times; an eighth left a politeness-bound crawl
+    of 100 hosts on 16 of them (docs/scrapy.md, "Measured").
     """
 
     state_dir: Path | None
@@ -68,6 +70,7 @@ class CourtlySettings:
     lease_ttl_s: float = 240.0
     max_wait_s: float = 600.0
     back_queues: int = 16
+    """``CONCURRENT_REQUESTS // 2`` (at least 16) from :meth:`from_settings`."""
 
     def __post_init__(self) -> None:
         if self.store == "sqlite" and self.state_dir is None:
@@ -109,5 +112,5 @@ class CourtlySettings:
             concurrency=concurrency,
             lease_ttl_s=max(60.0, timeout_s + 60.0),
             max_wait_s=settings.getfloat("COURTLY_MAX_WAIT", 600.0),
-            back_queues=settings.getint("COURTLY_BACK_QUEUES", max(16, concurrency // 8)),
+            back_queues=settings.getint("COURTLY_BACK_QUEUES", max(16, concurrency // 2)),
         )
