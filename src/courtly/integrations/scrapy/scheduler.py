@@ -32,7 +32,6 @@ request; anything else lost is covered by the lease's expiry.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import json
 import logging
@@ -74,6 +73,7 @@ from courtly.integrations.scrapy.keys import (
 )
 from courtly.integrations.scrapy.robots import EngineFetcher, robots_outcome
 from courtly.integrations.scrapy.settings import CourtlySettings
+from courtly.integrations.scrapy.waker import Waker
 from courtly.robots import (
     Authority,
     RobotsCache,
@@ -210,7 +210,7 @@ class CourtlyScheduler:
         """Per response: seconds from its end to the end of its callback's output."""
         self._pump_steps = 0
         self._pump_busy_s = 0.0
-        self._work: asyncio.Event | None = None
+        self._work: Waker | None = None
         self._stopping = False
         self._pump: asyncio.Task[None] | None = None
         self._children: set[asyncio.Task[None]] = set()
@@ -305,7 +305,7 @@ class CourtlyScheduler:
             )
         self._codec = RequestCodec(spider)
         self._frontier = Frontier(self._open_store(), self._fconfig, clock=self._clock)
-        self._work = asyncio.Event()
+        self._work = Waker()
         sig = self.crawler.signals
         sig.connect(self._reached, signal=signals.request_reached_downloader)
         sig.connect(self._downloaded, signal=signals.response_downloaded)
@@ -416,9 +416,7 @@ class CourtlyScheduler:
                     self._inc("pump_errors")
                     wait_s = _MAX_IDLE_S
                 self._pump_busy_s += self._clock.now() - began
-                if wait_s > 0 and not self._work.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._work.wait(), wait_s)
+                await self._work.wait(wait_s)
             for task in list(self._children):
                 task.cancel()
 
@@ -507,7 +505,11 @@ class CourtlyScheduler:
             due = lease.host.next_allowed_at
             owed = due if due > previous else None
             self._admitting += 1
-            self._spawn(self._admit(lease, owed))
+            if self._resolved(lease.url):
+                # No lookup to wait for: no task, no turn of the loop.
+                await self._guarded(self._admit(lease, owed))
+            else:
+                self._spawn(self._admit(lease, owed))
         leased = len(batch.leases)
         if leased:
             self._inc("leases", leased)
@@ -627,6 +629,20 @@ class CourtlyScheduler:
             return None
         self._robots.store(authority, fetched, fetched_at)
         return self._robots.lookup(authority, self._clock.now())
+
+    def _resolved(self, url: str) -> bool:
+        """Whether the address of ``url``'s host is known (a literal, or looked up)."""
+        try:
+            host = authority_of(url)[1].strip("[]")
+        except InvalidURL:
+            return True
+        if host in self._ips:
+            return True
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return True
 
     async def _resolve(self, hostname: str) -> str | None:
         """The address Scrapy will connect to (the reactor's resolver), ``None`` if unknown."""
@@ -800,7 +816,7 @@ class CourtlyScheduler:
 
     def _poke(self) -> None:
         if self._work is not None:
-            self._work.set()
+            self._work.poke()
 
     def _wake_engine(self) -> None:
         if wake_engine(self.crawler.engine):
