@@ -495,7 +495,10 @@ class CourtlyScheduler:
         """Lease ready hosts into the pipeline; seconds the pump may sleep."""
         frontier = self._frontier
         assert frontier is not None
-        room = 2 * self.config.concurrency - len(self._held) - self._admitting
+        # Responses in the spider's hands count too: what a kill can make the next run
+        # repeat stays within twice CONCURRENT_REQUESTS.
+        outstanding = len(self._held) + len(self._scraping) + self._admitting
+        room = 2 * self.config.concurrency - outstanding
         if room <= 0:
             return _MAX_IDLE_S
         now = self._clock.now()
