@@ -264,15 +264,7 @@ class CourtlyScheduler:
         if payload is None:
             self._in_memory[payload_id] = request
             self._inc("unserializable")
-        levels = self._fconfig.queues.levels
-        depth = meta.get("depth", 0)
-        entry = QueuedUrl(
-            key,
-            host_of(key),
-            level_for_priority(request.priority, levels),
-            depth if isinstance(depth, int) else 0,
-        )
-        self._adds.append(_Add(entry, payload_id, payload))
+        self._adds.append(_Add(self._entry(key, request), payload_id, payload))
         self._inc("enqueued")
         self._poke()
         return True
@@ -326,26 +318,14 @@ class CourtlyScheduler:
         for payload_id in ids:
             payload = await store.get_blob(PAYLOAD_NAMESPACE, payload_id)
             self._stale_payloads.append(payload_id)
-            try:
-                request = self._codec.decode(payload) if payload else None
-            except Exception:
-                log.exception("courtly scheduler: a stored request cannot be read back")
-                request = None
+            request = self._decode(payload)
             if request is None:
                 self._inc("lost")
                 continue
             fingerprint = self._fingerprinter.fingerprint(request)
             self._seen.add(fingerprint)
             key = key_for(request.url, fingerprint, dont_filter=True)
-            levels = self._fconfig.queues.levels
-            depth = request.meta.get("depth", 0)
-            entry = QueuedUrl(
-                key,
-                host_of(key),
-                level_for_priority(request.priority, levels),
-                depth if isinstance(depth, int) else 0,
-            )
-            self._adds.append(_Add(entry, payload_id_of(key), payload))
+            self._adds.append(_Add(self._entry(key, request), payload_id_of(key), payload))
             self._inc("resumed_scraping")
         if ids:
             self._index_dirty = True
@@ -555,6 +535,25 @@ class CourtlyScheduler:
         finally:
             self._admitting -= 1
 
+    def _entry(self, key: str, request: Request) -> QueuedUrl:
+        """The frontier entry of ``request`` under ``key``."""
+        depth = request.meta.get("depth", 0)
+        return QueuedUrl(
+            key,
+            host_of(key),
+            level_for_priority(request.priority, self._fconfig.queues.levels),
+            depth if isinstance(depth, int) else 0,
+        )
+
+    def _decode(self, data: bytes | None) -> Request | None:
+        """A stored request, or ``None`` if there is none or it cannot be read back."""
+        assert self._codec is not None
+        try:
+            return self._codec.decode(data) if data else None
+        except Exception:
+            log.exception("courtly scheduler: a stored request cannot be read back")
+            return None
+
     async def _load(self, lease: Lease, owed_at: float | None) -> _Held | None:
         assert self._frontier is not None and self._codec is not None
         payload_id = payload_id_of(lease.url)
@@ -562,11 +561,7 @@ class CourtlyScheduler:
         stored = request is None
         if request is None:
             data = await self._frontier.store.get_blob(PAYLOAD_NAMESPACE, payload_id)
-            try:
-                request = self._codec.decode(data) if data else None
-            except Exception:
-                log.exception("courtly scheduler: a stored request cannot be read back")
-                request = None
+            request = self._decode(data)
         if request is None:
             # Its payload was lost (kept in memory by a previous run, or never committed).
             self._inc("lost")
