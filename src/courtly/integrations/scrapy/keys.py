@@ -20,7 +20,6 @@ from courtly.robots import authority_of
 
 __all__ = [
     "PAYLOAD_NAMESPACE",
-    "SCRAPING_INDEX",
     "key_for",
     "level_for_priority",
     "payload_id_of",
@@ -28,10 +27,6 @@ __all__ = [
 
 PAYLOAD_NAMESPACE: Final = "scrapy-request"
 """The blob namespace that holds serialised requests, one per payload id."""
-SCRAPING_INDEX: Final = ("scrapy-scraping", "index")
-"""The blob (namespace, key) listing, as JSON, the payload ids of requests whose
-lease has completed while the spider still works on their response: a resumed run
-requeues them (their links may not be stored yet)."""
 _MARK: Final = "#courtly:"
 _DEFAULT_PORTS: Final = {"http": 80, "https": 443}
 

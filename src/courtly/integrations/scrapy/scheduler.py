@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-import json
 import logging
 from collections import deque
 from collections.abc import Coroutine
@@ -66,7 +65,6 @@ from courtly.integrations.scrapy.engine import wake_engine
 from courtly.integrations.scrapy.gate import IpGate
 from courtly.integrations.scrapy.keys import (
     PAYLOAD_NAMESPACE,
-    SCRAPING_INDEX,
     key_for,
     level_for_priority,
     payload_id_of,
@@ -139,11 +137,8 @@ class _Held:
     output_done: bool = False
 
 
-_Step = Literal["release", "complete", "complete_scraping", "scraped"]
-"""What the pump does with a lease: give it back; complete it (the payload is
-cleared); complete it while the spider still has the response (the payload stays,
-listed in the scraping index); or the spider is done with such a response (its
-requests are stored before this step: it leaves the index, the payload is cleared)."""
+_Step = Literal["release", "complete"]
+"""What the pump does with a lease: give it back, or complete it (the payload is cleared)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,10 +189,8 @@ class CourtlyScheduler:
         self._held: dict[str, _Held] = {}
         """Leased requests, from their lease to the end of their response."""
         self._scraping: dict[str, _Held] = {}
-        """Requests whose response the spider is working on (their lease is completed)."""
-        self._scrape_index: set[str] = set()
-        self._index_dirty = False
-        self._stale_payloads: list[str] = []
+        """Requests whose response the spider is working on (still leased: the lease
+        completes once the requests of the callback are enqueued)."""
         self._gate: IpGate[_Held] = IpGate(config.per_ip)
         self._ips: dict[str, str | None] = {}
         self._admitting = 0
@@ -303,32 +296,9 @@ class CourtlyScheduler:
         sig.connect(self._downloaded, signal=signals.response_downloaded)
         sig.connect(self._left, signal=signals.request_left_downloader)
         sig.connect(self._scheduled, signal=signals.request_scheduled)
-        await self._requeue_scraping()
         counts = await self._frontier.counts()
-        self._set("resumed_queued", counts.queued + len(self._adds))
+        self._set("resumed_queued", counts.queued)
         self._pump = asyncio.get_running_loop().create_task(self._run())
-
-    async def _requeue_scraping(self) -> None:
-        """Requeue the requests a previous run was scraping when it stopped: their
-        links may not have been stored (``courtly/resumed_scraping``)."""
-        assert self._frontier is not None and self._codec is not None
-        store = self._frontier.store
-        data = await store.get_blob(*SCRAPING_INDEX)
-        ids: list[str] = json.loads(data) if data else []
-        for payload_id in ids:
-            payload = await store.get_blob(PAYLOAD_NAMESPACE, payload_id)
-            self._stale_payloads.append(payload_id)
-            request = self._decode(payload)
-            if request is None:
-                self._inc("lost")
-                continue
-            fingerprint = self._fingerprinter.fingerprint(request)
-            self._seen.add(fingerprint)
-            key = key_for(request.url, fingerprint, dont_filter=True)
-            self._adds.append(_Add(self._entry(key, request), payload_id_of(key), payload))
-            self._inc("resumed_scraping")
-        if ids:
-            self._index_dirty = True
 
     def _open_store(self) -> FrontierStore:
         queues = self._fconfig.queues
@@ -359,8 +329,8 @@ class CourtlyScheduler:
         for held in [*self._due, *self._gate.drain_waiting()]:
             self._give_back(held, None)
         self._due.clear()
-        # Responses the spider had not finished with stay in the scraping index: the
-        # next run requeues them.
+        # Responses the spider had not finished with stay leased: the next run
+        # fetches them again.
         await self._drain()
         counts = await frontier.counts()
         self._set("left_queued", counts.queued)
@@ -434,10 +404,6 @@ class CourtlyScheduler:
                     self._inc(f"dropped/{label.lower()}")
             self._frontier_busy = True
             wrote = True
-        for payload_id in self._stale_payloads:
-            await store.put_blob(PAYLOAD_NAMESPACE, payload_id, b"")
-            wrote = True
-        self._stale_payloads.clear()
         while self._completions:
             held, outcome, step = self._completions.popleft()
             wrote = True
@@ -445,29 +411,11 @@ class CourtlyScheduler:
                 if not await frontier.release(held.lease, outcome):
                     self._inc("fenced")
                 continue
-            if step == "scraped":
-                if held.payload_id in self._scrape_index:
-                    self._scrape_index.discard(held.payload_id)
-                    self._index_dirty = True
-                    await store.put_blob(PAYLOAD_NAMESPACE, held.payload_id, b"")
-                continue
             result = await frontier.complete(held.lease, outcome or Outcome.no_request(0.0))
             if result is None:
                 self._inc("fenced")
-            elif not held.stored:
-                pass
-            elif step == "complete_scraping" and self._scraping.get(held.lease.url) is held:
-                self._scrape_index.add(held.payload_id)  # kept until its links are stored
-                self._index_dirty = True
-            else:
+            elif held.stored:
                 await store.put_blob(PAYLOAD_NAMESPACE, held.payload_id, b"")
-        if self._index_dirty:
-            # The same commit as the steps above: no step leaves a response's links
-            # unstored without its request in the index or still queued.
-            index = json.dumps(sorted(self._scrape_index)).encode()
-            await store.put_blob(*SCRAPING_INDEX, index)
-            self._index_dirty = False
-            wrote = True
         if wrote:
             await store.flush()
 
@@ -713,14 +661,12 @@ class CourtlyScheduler:
         if held.status is None:
             self._finish(held, outcome)  # no response: nothing goes to the spider
             return
-        # The lease completes now (the host is due again from this end, whatever the
-        # spider does with the response); the request stays stored, in the scraping
-        # index, until the callback's requests are stored, so a kill cannot lose them.
+        # The host's next time is fixed now (from this end); the lease itself completes
+        # once the callback's requests are enqueued, so a kill cannot lose them, and the
+        # host keeps its place (its back queue holds those links before it is released).
         held.outcome = outcome
         self._held.pop(held.lease.url, None)
         self._scraping[held.lease.url] = held
-        self._completions.append((held, outcome, "complete_scraping"))
-        self._poke()
         asyncio.get_running_loop().call_later(_SCRAPE_GRACE_S, self._settle, held, True)
 
     def child_yielded(self, request: Request, parent: Request) -> None:
@@ -761,7 +707,7 @@ class CourtlyScheduler:
         if len(self._scrape_lags) < _LAG_SAMPLES:
             self._scrape_lags.append(self._clock.now() - held.outcome.ended_at)
         del self._scraping[held.lease.url]
-        self._completions.append((held, None, "scraped"))
+        self._completions.append((held, held.outcome, "complete"))
         self._poke()
 
     def _copy_enqueued(self, key: str) -> None:
