@@ -23,16 +23,26 @@ one means the host had nothing queued). The add-on also reports its own
 
     python benchmarks/scrapy_addon.py --quick --json
     python benchmarks/scrapy_addon.py --scenario broad --seconds 20
+    python benchmarks/scrapy_addon.py --quick --addon-set COURTLY_BACK_QUEUES=64
+    python benchmarks/scrapy_addon.py --quick --py-spy out/profiles   # where the time goes
+
+``--addon-set NAME=JSON`` passes a setting to the add-on's run only; ``--py-spy DIR``
+samples every crawler with py-spy (installed with pip) into ``DIR/<scenario>-<crawler>.txt``
+(collapsed stacks; the CPU figures of such a run include py-spy's own). ``--cpus 0``
+pins every process of the run (crawler and sandbox) to the CPUs named, as
+``taskset -c`` does: a way to see how the crawlers behave with less CPU than they want.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Sequence
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -54,7 +64,14 @@ CRAWLERS = ("addon", "scrapy_polite", "scrapy_defaults")
 _MAX_LAG_S = 1.0
 
 
-def command(crawler: str, scenario: Scenario, web: Sandbox, seconds: float, run: Path) -> list[str]:
+def command(
+    crawler: str,
+    scenario: Scenario,
+    web: Sandbox,
+    seconds: float,
+    run: Path,
+    addon_set: Sequence[str] = (),
+) -> list[str]:
     """``scrapy_spider.py`` for ``crawler`` (see the module doc)."""
     cmd = [
         sys.executable,
@@ -87,6 +104,7 @@ def command(crawler: str, scenario: Scenario, web: Sandbox, seconds: float, run:
             f"COURTLY_PER_IP={scenario.per_ip}",
             "--set",
             f"COURTLY_DELAY_FACTOR={DELAY_FACTOR}",
+            *(arg for setting in addon_set for arg in ("--set", setting)),
         ]
     if crawler == "scrapy_defaults":
         return [
@@ -135,14 +153,27 @@ def _quantile(values: list[float], q: float) -> float | None:
     return round(1000 * values[int(q * (len(values) - 1))], 1) if values else None
 
 
-def measure(crawler: str, scenario: Scenario, seconds: float, workdir: Path) -> dict[str, Any]:
+def measure(
+    crawler: str,
+    scenario: Scenario,
+    seconds: float,
+    workdir: Path,
+    addon_set: Sequence[str] = (),
+    py_spy: Path | None = None,
+) -> dict[str, Any]:
     run = workdir / f"{scenario.name}-{crawler}"
     if run.exists():
         shutil.rmtree(run)
     run.mkdir(parents=True)
     web = Sandbox(scenario.spec, run / "web")
+    cmd = command(crawler, scenario, web, seconds, run, addon_set)
+    if py_spy is not None:
+        py_spy.mkdir(parents=True, exist_ok=True)
+        spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
+        out = py_spy / f"{scenario.name}-{crawler}.txt"
+        cmd = [spy, "record", "--format", "raw", "--rate", "200", "-o", str(out), "--", *cmd]
     try:
-        cost = run_measured(command(crawler, scenario, web, seconds, run), run / "scrapy.log")
+        cost = run_measured(cmd, run / "scrapy.log")
     finally:
         web.stop()
     records = load_log(Path(web.info["log_path"]))
@@ -171,7 +202,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crawlers", default=",".join(CRAWLERS))
     parser.add_argument("--workdir", type=Path, default=HERE / "out" / "scrapy_addon")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--addon-set", action="append", default=[], metavar="NAME=JSON", help="add-on run only"
+    )
+    parser.add_argument("--py-spy", type=Path, metavar="DIR", help="profile every crawler")
+    parser.add_argument("--cpus", help="pin the run to these CPUs (e.g. 0 or 0,1)")
     args = parser.parse_args(argv)
+    if args.cpus:
+        os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     seconds = args.seconds or (10.0 if args.quick else 30.0)
     crawlers = [c for c in args.crawlers.split(",") if c]
     chosen = scenarios(args.quick)
@@ -181,6 +219,8 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "seconds": seconds,
         "quick": args.quick,
+        "addon_set": args.addon_set,
+        "cpus": args.cpus,
         "scenarios": {},
     }
     for name in names:
@@ -188,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         out: dict[str, Any] = {"hosts": scenario.spec.n_hosts, "min_delay_s": scenario.min_delay_s}
         for crawler in crawlers:
             print(f"[{name}] {crawler}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
-            figures = measure(crawler, scenario, seconds, args.workdir)
+            figures = measure(crawler, scenario, seconds, args.workdir, args.addon_set, args.py_spy)
             out[crawler] = figures
             print(
                 f"[{name}] {crawler}: {figures['pages_per_s']} pages/s, violations "

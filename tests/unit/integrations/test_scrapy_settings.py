@@ -80,3 +80,16 @@ def test_addon_installs_the_scheduler_and_turns_scrapys_throttles_off() -> None:
 def test_addon_refuses_a_bad_configuration_at_start() -> None:
     with pytest.raises(ValueError, match="COURTLY_STATE"):
         CourtlyAddon().update_settings(Settings({"COURTLY_STORE": "sqlite"}))
+
+
+@pytest.mark.parametrize(
+    ("concurrency", "min_delay_s", "hosts"),
+    [(16, 1.0, 16), (256, 0.25, 32), (128, 1.0, 64), (64, 10.0, 64), (8, 0.0, 16)],
+)
+def test_default_breadth_grows_with_the_delay_within_bounds(
+    concurrency: int, min_delay_s: float, hosts: int
+) -> None:
+    settings = Settings({"CONCURRENT_REQUESTS": concurrency, "COURTLY_MIN_DELAY": min_delay_s})
+    config = CourtlySettings.from_settings(settings)
+    assert config.back_queues == hosts
+    assert 16 <= config.back_queues <= max(16, concurrency)

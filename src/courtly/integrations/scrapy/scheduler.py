@@ -32,13 +32,12 @@ request; anything else lost is covered by the lease's expiry.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import ipaddress
 import logging
 from collections import deque
 from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from scrapy import Request, Spider, signals
 from scrapy.http import Response
@@ -72,6 +71,7 @@ from courtly.integrations.scrapy.keys import (
 )
 from courtly.integrations.scrapy.robots import EngineFetcher, robots_outcome
 from courtly.integrations.scrapy.settings import CourtlySettings
+from courtly.integrations.scrapy.waker import Waker
 from courtly.robots import (
     Authority,
     RobotsCache,
@@ -120,7 +120,13 @@ class _Held:
     ip: str | None = None
     owed_at: float | None = None
     """When the host came due while the scheduler was waiting for it (start-lag statistic)."""
-    handed_out: bool = False
+    gate_wait_s: float = 0.0
+    """How long it waited for a place at its address (the per-IP cap)."""
+    gated_at: float | None = None
+    buffered_at: float | None = None
+    """When it entered the due buffer."""
+    handed_at: float | None = None
+    """When :meth:`CourtlyScheduler.next_request` handed it to the engine."""
     started_at: float | None = None
     status: int | None = None
     retry_after_s: float | None = None
@@ -129,6 +135,10 @@ class _Held:
     children: int = 0
     """Requests the callback yielded that have not reached :meth:`enqueue_request` yet."""
     output_done: bool = False
+
+
+_Step = Literal["release", "complete"]
+"""What the pump does with a lease: give it back, or complete it (the payload is cleared)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,17 +183,27 @@ class CourtlyScheduler:
         self._seen: set[bytes] = set()
         self._in_memory: dict[str, Request] = {}
         self._adds: deque[_Add] = deque()
-        self._completions: deque[tuple[_Held, Outcome | None, bool]] = deque()
+        self._completions: deque[tuple[_Held, Outcome | None, _Step]] = deque()
         self._due: deque[_Held] = deque()
         self._bypass: deque[Request] = deque()
         self._held: dict[str, _Held] = {}
+        """Leased requests, from their lease to the end of their response."""
+        self._scraping: dict[str, _Held] = {}
+        """Requests whose response the spider is working on (still leased: the lease
+        completes once the requests of the callback are enqueued)."""
         self._gate: IpGate[_Held] = IpGate(config.per_ip)
         self._ips: dict[str, str | None] = {}
         self._admitting = 0
         self._frontier_busy = True
         self._last_lease_at = float("-inf")
-        self._lags: list[float] = []
-        self._work: asyncio.Event | None = None
+        self._lags: list[tuple[float, float, float, float]] = []
+        """Per request that was owed: (due -> due buffer less the per-IP wait, -> engine,
+        -> downloader, the per-IP wait), seconds."""
+        self._scrape_lags: list[float] = []
+        """Per response: seconds from its end to the end of its callback's output."""
+        self._pump_steps = 0
+        self._pump_busy_s = 0.0
+        self._work: Waker | None = None
         self._stopping = False
         self._pump: asyncio.Task[None] | None = None
         self._children: set[asyncio.Task[None]] = set()
@@ -201,6 +221,7 @@ class CourtlyScheduler:
             or self._due
             or self._adds
             or self._held
+            or self._scraping
             or self._completions
             or self._admitting
             or self._frontier_busy
@@ -236,15 +257,7 @@ class CourtlyScheduler:
         if payload is None:
             self._in_memory[payload_id] = request
             self._inc("unserializable")
-        levels = self._fconfig.queues.levels
-        depth = meta.get("depth", 0)
-        entry = QueuedUrl(
-            key,
-            host_of(key),
-            level_for_priority(request.priority, levels),
-            depth if isinstance(depth, int) else 0,
-        )
-        self._adds.append(_Add(entry, payload_id, payload))
+        self._adds.append(_Add(self._entry(key, request), payload_id, payload))
         self._inc("enqueued")
         self._poke()
         return True
@@ -255,7 +268,7 @@ class CourtlyScheduler:
         if not self._due:
             return None
         held = self._due.popleft()
-        held.handed_out = True
+        held.handed_at = self._clock.now()
         request = held.request
         request.meta[KEY_META] = held.lease.url
         request.meta[_SLOT_META] = held.lease.host_key
@@ -277,7 +290,7 @@ class CourtlyScheduler:
             )
         self._codec = RequestCodec(spider)
         self._frontier = Frontier(self._open_store(), self._fconfig, clock=self._clock)
-        self._work = asyncio.Event()
+        self._work = Waker()
         sig = self.crawler.signals
         sig.connect(self._reached, signal=signals.request_reached_downloader)
         sig.connect(self._downloaded, signal=signals.response_downloaded)
@@ -316,6 +329,8 @@ class CourtlyScheduler:
         for held in [*self._due, *self._gate.drain_waiting()]:
             self._give_back(held, None)
         self._due.clear()
+        # Responses the spider had not finished with stay leased: the next run
+        # fetches them again.
         await self._drain()
         counts = await frontier.counts()
         self._set("left_queued", counts.queued)
@@ -333,8 +348,10 @@ class CourtlyScheduler:
         async with asyncio.TaskGroup() as group:
             self._group = group
             while not self._stopping:
+                self._pump_steps += 1
                 self._work.clear()
                 wait_s = 0.0
+                began = self._clock.now()
                 try:
                     await self._drain()
                     wait_s = await self._fill()
@@ -348,9 +365,8 @@ class CourtlyScheduler:
                     log.exception("courtly scheduler: pump step failed")
                     self._inc("pump_errors")
                     wait_s = _MAX_IDLE_S
-                if wait_s > 0 and not self._work.is_set():
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._work.wait(), wait_s)
+                self._pump_busy_s += self._clock.now() - began
+                await self._work.wait(wait_s)
             for task in list(self._children):
                 task.cancel()
 
@@ -389,9 +405,9 @@ class CourtlyScheduler:
             self._frontier_busy = True
             wrote = True
         while self._completions:
-            held, outcome, done = self._completions.popleft()
+            held, outcome, step = self._completions.popleft()
             wrote = True
-            if not done:
+            if step == "release":
                 if not await frontier.release(held.lease, outcome):
                     self._inc("fenced")
                 continue
@@ -407,7 +423,10 @@ class CourtlyScheduler:
         """Lease ready hosts into the pipeline; seconds the pump may sleep."""
         frontier = self._frontier
         assert frontier is not None
-        room = 2 * self.config.concurrency - len(self._held) - self._admitting
+        # Responses in the spider's hands count too: what a kill can make the next run
+        # repeat stays within twice CONCURRENT_REQUESTS.
+        outstanding = len(self._held) + len(self._scraping) + self._admitting
+        room = 2 * self.config.concurrency - outstanding
         if room <= 0:
             return _MAX_IDLE_S
         now = self._clock.now()
@@ -417,7 +436,11 @@ class CourtlyScheduler:
             due = lease.host.next_allowed_at
             owed = due if due > previous else None
             self._admitting += 1
-            self._spawn(self._admit(lease, owed))
+            if self._resolved(lease.url):
+                # No lookup to wait for: no task, no turn of the loop.
+                await self._guarded(self._admit(lease, owed))
+            else:
+                self._spawn(self._admit(lease, owed))
         leased = len(batch.leases)
         if leased:
             self._inc("leases", leased)
@@ -455,8 +478,29 @@ class CourtlyScheduler:
             held.ip = ip
             if ip is None or self._gate.admit(ip, held):
                 self._go(held)
+            else:
+                held.gated_at = self._clock.now()
         finally:
             self._admitting -= 1
+
+    def _entry(self, key: str, request: Request) -> QueuedUrl:
+        """The frontier entry of ``request`` under ``key``."""
+        depth = request.meta.get("depth", 0)
+        return QueuedUrl(
+            key,
+            host_of(key),
+            level_for_priority(request.priority, self._fconfig.queues.levels),
+            depth if isinstance(depth, int) else 0,
+        )
+
+    def _decode(self, data: bytes | None) -> Request | None:
+        """A stored request, or ``None`` if there is none or it cannot be read back."""
+        assert self._codec is not None
+        try:
+            return self._codec.decode(data) if data else None
+        except Exception:
+            log.exception("courtly scheduler: a stored request cannot be read back")
+            return None
 
     async def _load(self, lease: Lease, owed_at: float | None) -> _Held | None:
         assert self._frontier is not None and self._codec is not None
@@ -465,11 +509,7 @@ class CourtlyScheduler:
         stored = request is None
         if request is None:
             data = await self._frontier.store.get_blob(PAYLOAD_NAMESPACE, payload_id)
-            try:
-                request = self._codec.decode(data) if data else None
-            except Exception:
-                log.exception("courtly scheduler: a stored request cannot be read back")
-                request = None
+            request = self._decode(data)
         if request is None:
             # Its payload was lost (kept in memory by a previous run, or never committed).
             self._inc("lost")
@@ -501,6 +541,7 @@ class CourtlyScheduler:
         if held.decision is None:
             self._spawn(self._fetch_robots(held))
             return
+        held.buffered_at = self._clock.now()
         self._due.append(held)
         self._wake_engine()
 
@@ -535,6 +576,20 @@ class CourtlyScheduler:
         self._robots.store(authority, fetched, fetched_at)
         return self._robots.lookup(authority, self._clock.now())
 
+    def _resolved(self, url: str) -> bool:
+        """Whether the address of ``url``'s host is known (a literal, or looked up)."""
+        try:
+            host = authority_of(url)[1].strip("[]")
+        except InvalidURL:
+            return True
+        if host in self._ips:
+            return True
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return True
+
     async def _resolve(self, hostname: str) -> str | None:
         """The address Scrapy will connect to (the reactor's resolver), ``None`` if unknown."""
         host = hostname.strip("[]")
@@ -566,8 +621,11 @@ class CourtlyScheduler:
             return
         now = self._clock.now()
         held.started_at = now
-        if held.owed_at is not None and len(self._lags) < _LAG_SAMPLES:
-            self._lags.append(now - held.owed_at)
+        owed, buffered, handed = held.owed_at, held.buffered_at, held.handed_at
+        full = len(self._lags) >= _LAG_SAMPLES
+        if owed is not None and buffered is not None and handed is not None and not full:
+            pump = buffered - owed - held.gate_wait_s
+            self._lags.append((pump, handed - buffered, now - handed, held.gate_wait_s))
 
     def _downloaded(self, response: Response, request: Request, **_: Any) -> None:
         held = self._held_for(request)
@@ -604,22 +662,25 @@ class CourtlyScheduler:
             self._finish(held, outcome)  # no response: nothing goes to the spider
             return
         # The host's next time is fixed now (from this end); the lease itself completes
-        # once the callback's requests are enqueued, so a kill cannot lose them.
+        # once the callback's requests are enqueued, so a kill cannot lose them, and the
+        # host keeps its place (its back queue holds those links before it is released).
         held.outcome = outcome
+        self._held.pop(held.lease.url, None)
+        self._scraping[held.lease.url] = held
         asyncio.get_running_loop().call_later(_SCRAPE_GRACE_S, self._settle, held, True)
 
     def child_yielded(self, request: Request, parent: Request) -> None:
         """The callback of ``parent``'s response yielded ``request`` (spider middleware)."""
         key = parent.meta.get(KEY_META)
-        held = self._held.get(key) if isinstance(key, str) else None
-        if held is not None and held.outcome is not None:
+        held = self._scraping.get(key) if isinstance(key, str) else None
+        if held is not None:
             request.meta[PARENT_META] = key
             held.children += 1
 
     def output_done(self, parent: Request) -> None:
         """The callback of ``parent``'s response has yielded everything (spider middleware)."""
         key = parent.meta.get(KEY_META)
-        held = self._held.get(key) if isinstance(key, str) else None
+        held = self._scraping.get(key) if isinstance(key, str) else None
         if held is not None:
             held.output_done = True
             self._settle(held)
@@ -629,27 +690,31 @@ class CourtlyScheduler:
         before a handler such as the offsite filter may drop it, and just before
         :meth:`enqueue_request`)."""
         parent = request.meta.pop(PARENT_META, None)
-        held = self._held.get(parent) if isinstance(parent, str) else None
+        held = self._scraping.get(parent) if isinstance(parent, str) else None
         if held is not None:
             held.children -= 1
             self._settle(held)
 
-    def _settle(self, held: _Held, late: bool = False) -> None:
-        if held.outcome is None or self._held.get(held.lease.url) is not held:
+    def _settle(self, held: _Held, late: bool = False, *, done: bool = False) -> None:
+        """The spider is done with ``held``'s response once its callback has yielded
+        everything and each request it yielded is enqueued (or after the grace)."""
+        if held.outcome is None or self._scraping.get(held.lease.url) is not held:
             return
         if late:
             self._inc("completed_late")
-        elif not held.output_done or held.children > 0:
+        elif not done and (not held.output_done or held.children > 0):
             return
-        self._finish(held, held.outcome)
+        if len(self._scrape_lags) < _LAG_SAMPLES:
+            self._scrape_lags.append(self._clock.now() - held.outcome.ended_at)
+        del self._scraping[held.lease.url]
+        self._completions.append((held, held.outcome, "complete"))
+        self._poke()
 
     def _copy_enqueued(self, key: str) -> None:
-        held = self._held.get(key)
-        if held is None:
-            return
-        if held.outcome is not None:
-            self._finish(held, held.outcome)  # redirected or retried: no callback
-        else:
+        scraping = self._scraping.get(key)
+        if scraping is not None:
+            self._settle(scraping, done=True)  # redirected or retried: no callback
+        elif key in self._held:
             self._never_downloaded(key)
 
     def never_downloaded(self, request: Request) -> None:
@@ -661,7 +726,7 @@ class CourtlyScheduler:
 
     def _never_downloaded(self, key: str) -> None:
         held = self._held.get(key)
-        if held is None or not held.handed_out or held.started_at is not None:
+        if held is None or held.handed_at is None or held.started_at is not None:
             return
         self._inc("not_downloaded")
         self._release_ip(held)
@@ -675,12 +740,14 @@ class CourtlyScheduler:
         ip, held.ip = held.ip, None
         successor = self._gate.release(ip)
         if successor is not None:
+            if successor.gated_at is not None:
+                successor.gate_wait_s = self._clock.now() - successor.gated_at
             self._go(successor)
 
     def _finish(self, held: _Held, outcome: Outcome) -> None:
         """The lease is done: complete it (the request leaves the frontier)."""
         self._held.pop(held.lease.url, None)
-        self._completions.append((held, outcome, True))
+        self._completions.append((held, outcome, "complete"))
         self._poke()
 
     def _give_back(self, held: _Held, outcome: Outcome | None) -> None:
@@ -688,12 +755,12 @@ class CourtlyScheduler:
         self._held.pop(held.lease.url, None)
         if not held.stored:
             self._in_memory[held.payload_id] = held.request
-        self._completions.append((held, outcome, False))
+        self._completions.append((held, outcome, "release"))
         self._poke()
 
     def _poke(self) -> None:
         if self._work is not None:
-            self._work.set()
+            self._work.poke()
 
     def _wake_engine(self) -> None:
         if wake_engine(self.crawler.engine):
@@ -710,13 +777,25 @@ class CourtlyScheduler:
             engine.close_spider(self.crawler.spider, reason)
 
     def _record_lags(self) -> None:
-        lags = sorted(self._lags)
-        self._set("start_lag_samples", len(lags))
-        if not lags:
-            return
-        for name, q in (("p50", 0.5), ("p99", 0.99)):
-            self._set(f"start_lag_{name}_ms", round(1000 * lags[int(q * (len(lags) - 1))], 1))
-        self._set("start_lag_max_ms", round(1000 * lags[-1], 1))
+        self._set("pump_steps", self._pump_steps)
+        self._set("pump_busy_ms", round(1000 * self._pump_busy_s))
+        self._set("start_lag_samples", len(self._lags))
+        stages = {
+            "start_lag": [sum(lag[:3]) for lag in self._lags],
+            "start_lag_pump": [lag[0] for lag in self._lags],
+            "start_lag_engine": [lag[1] for lag in self._lags],
+            "start_lag_downloader": [lag[2] for lag in self._lags],
+            "ip_wait": [lag[3] for lag in self._lags],
+            "scrape": self._scrape_lags,
+        }
+        for stage, values in stages.items():
+            if not values:
+                continue
+            values.sort()
+            for name, q in (("p50", 0.5), ("p99", 0.99)):
+                at = values[int(q * (len(values) - 1))]
+                self._set(f"{stage}_{name}_ms", round(1000 * at, 1))
+            self._set(f"{stage}_max_ms", round(1000 * values[-1], 1))
 
     def _inc(self, name: str, count: int = 1) -> None:
         self._stats.inc_value(f"courtly/{name}", count)
