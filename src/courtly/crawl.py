@@ -338,6 +338,7 @@ class Crawler:
         )
         self._fetcher_given = fetcher
         self._fetcher: Fetcher | None = fetcher
+        self._robots_fetcher: Fetcher | None = fetcher  # robots.txt: a shorter timeout
         self._on_page = on_page
         self._progress = progress
         self._ua = config.user_agent
@@ -427,6 +428,7 @@ class Crawler:
                 ip_gate=_shared_ip_gate(self._store, self.config),
             )
             self._fetcher = http
+            self._robots_fetcher = http.limited(http.config.robots_timeout_s)
         try:
             async with asyncio.TaskGroup() as group:
                 helpers: list[asyncio.Task[None]] = []
@@ -706,8 +708,9 @@ class Crawler:
         await self._fetch_page(lease, decision)
 
     async def _fetch_robots(self, lease: Lease, authority: tuple[str, str, int]) -> None:
-        assert self._fetcher is not None
-        paced = _PacedFetcher(self._fetcher, self._clock, self.frontier.config.politeness)
+        assert self._robots_fetcher is not None
+        politeness = self.frontier.config.politeness
+        paced = _PacedFetcher(self._robots_fetcher, self._clock, politeness)
         outcome = await fetch_robots(paced, robots_url_for(lease.url))
         self.stats.robots_fetches += 1
         for result in outcome.results:

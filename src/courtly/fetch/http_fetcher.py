@@ -34,7 +34,7 @@ from courtly.fetch.guard import is_blocked_address
 from courtly.fetch.hosts import load_hosts_file, normalise_host_name
 from courtly.fetch.ip_gate import IpGate
 from courtly.fetch.pinning import PinnedResolver
-from courtly.fetch.records import FetchResult
+from courtly.fetch.records import Fetcher, FetchResult
 
 __all__ = ["ACCEPT_ENCODING", "HttpFetcher"]
 
@@ -213,8 +213,17 @@ class HttpFetcher:
 
     # -- fetching --------------------------------------------------------------------
 
+    def limited(self, total_timeout_s: float) -> Fetcher:
+        """This fetcher (its connections, DNS cache and per-IP slots) with every exchange
+        limited to ``total_timeout_s`` instead of ``config.total_timeout_s``. The time
+        spent waiting for a per-IP slot does not count: only the exchange itself."""
+        return _Limited(self, total_timeout_s)
+
     async def fetch(self, url: str) -> FetchResult:
         """One GET of ``url``; see the class docstring for results and errors."""
+        return await self._fetch(url, None)
+
+    async def _fetch(self, url: str, total_timeout_s: float | None) -> FetchResult:
         config = self.config
         if len(url) > config.max_url_length:
             raise FetchError(
@@ -247,9 +256,9 @@ class HttpFetcher:
         try:
             async with slot.semaphore:
                 if self._ip_gate is None:
-                    return await self._exchange(session, url, target, ip)
+                    return await self._exchange(session, url, target, ip, total_timeout_s)
                 async with self._ip_gate.hold(ip):
-                    return await self._exchange(session, url, target, ip)
+                    return await self._exchange(session, url, target, ip, total_timeout_s)
         finally:
             slot.users -= 1
             if not slot.users:
@@ -259,12 +268,23 @@ class HttpFetcher:
                 del pins[key]
 
     async def _exchange(
-        self, session: aiohttp.ClientSession, url: str, target: URL, ip: str
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        target: URL,
+        ip: str,
+        total_timeout_s: float | None,
     ) -> FetchResult:
         clock = self._clock
         started_at = clock.now()
         try:
-            response = await session.get(target, allow_redirects=False)
+            if total_timeout_s is None:
+                response = await session.get(target, allow_redirects=False)
+            else:
+                timeout = ClientTimeout(
+                    total=total_timeout_s, sock_connect=self.config.connect_timeout_s
+                )
+                response = await session.get(target, allow_redirects=False, timeout=timeout)
         except FetchError:
             raise
         except Exception as exc:
@@ -368,3 +388,16 @@ def _map_error(exc: Exception, url: str) -> FetchError:
     if isinstance(exc, OSError):
         return FetchError("connect", f"{url}: {exc}")
     raise exc
+
+
+class _Limited:
+    """:meth:`HttpFetcher.limited`: the same fetcher with a shorter total timeout."""
+
+    __slots__ = ("_inner", "_timeout_s")
+
+    def __init__(self, inner: HttpFetcher, total_timeout_s: float) -> None:
+        self._inner = inner
+        self._timeout_s = total_timeout_s
+
+    async def fetch(self, url: str) -> FetchResult:
+        return await self._inner._fetch(url, self._timeout_s)
