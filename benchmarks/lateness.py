@@ -13,8 +13,9 @@ response's end and the next request's start:
   back-off, a latency-doubling pause, parking, a robots.txt retry;
 * ``requeue``: the host went back to the frontier after its ``next_allowed_at``
   (the page was still being parsed, archived or committed when it was due);
-* ``dispatch``: due and requeued → leased (waiting in the ready heap for the
-  dispatcher or a fetcher, or inactive);
+* ``dispatch``: due and requeued → the lease call that handed the host out began
+  (waiting in the ready heap for the dispatcher or a fetcher, or inactive);
+* ``lease_step``: that lease call, start to return (the store's step);
 * ``start``: leased → the fetcher's exchange began (robots.txt lookup, the per-IP
   semaphore, DNS);
 * ``send``: the exchange began → the server saw the request (connection, loop).
@@ -62,10 +63,11 @@ from courtly.sandbox.urls import split_url  # noqa: E402
 class Trace:
     """The crawler's own timestamps, by URL (a URL is fetched once)."""
 
-    leased: dict[str, tuple[float, float]] = field(default_factory=dict)  # url -> (at, due)
+    leased: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # call, ret, due
     requeued: dict[str, tuple[float, float]] = field(default_factory=dict)  # url -> (at, next)
     fetched: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # call, start, end
     lease_calls: list[tuple[float, int, int, float | None]] = field(default_factory=list)
+    busy: list[tuple[float, int, int]] = field(default_factory=list)  # at, in flight, desired
 
 
 class TracingStore:
@@ -80,8 +82,9 @@ class TracingStore:
 
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> Any:
         batch = await self._inner.lease(now_at, ttl_s, max_leases)
+        returned = time.time()
         for lease in batch.leases:
-            self._trace.leased[lease.url] = (time.time(), lease.host.next_allowed_at)
+            self._trace.leased[lease.url] = (now_at, returned, lease.host.next_allowed_at)
         self._trace.lease_calls.append((now_at, max_leases, len(batch.leases), batch.next_ready_at))
         return batch
 
@@ -147,7 +150,17 @@ async def crawl(config: CrawlConfig, trace: Trace) -> None:
     )
     try:
         crawler = Crawler(config, store=store, fetcher=TracingFetcher(http, trace))  # type: ignore[arg-type]
-        await crawler.run()
+
+        async def sample() -> None:
+            while True:
+                trace.busy.append((time.time(), crawler._in_flight, crawler.fetchers))
+                await asyncio.sleep(0.005)
+
+        sampler = asyncio.ensure_future(sample())
+        try:
+            await crawler.run()
+        finally:
+            sampler.cancel()
     finally:
         await http.aclose()
 
@@ -157,11 +170,30 @@ def _q(xs: Sequence[float], p: float) -> float:
     return ys[min(len(ys) - 1, int(p * len(ys)))] if ys else float("nan")
 
 
+def _dispatch_cause(trace: Trace, due: float, leased_at: float) -> str:
+    """Why a due host waited for its lease: every fetcher was busy at each lease call
+    meanwhile (``capped``), every fetcher was busy and no lease call was made
+    (``all_fetchers_busy``), the dispatcher made no lease call although a fetcher was
+    free at some sample (``no_call``: it slept, or the loop was busy), or a call
+    handed out fewer leases than fetchers were free (``uncapped``: the host was not in
+    the ready heap, e.g. inactive)."""
+    calls = [c for c in trace.lease_calls if due < c[0] < leased_at - 1e-4]
+    if not calls:
+        busy = [b for b in trace.busy if due < b[0] < leased_at]
+        if busy and all(in_flight >= desired for _, in_flight, desired in busy):
+            return "all_fetchers_busy"
+        return "no_call"
+    if all(given >= asked for _, asked, given, _ in calls):
+        return "capped"
+    return "uncapped"
+
+
 def breakdown(
     records: list[Any], truth: SandboxTruth, trace: Trace, min_delay_s: float
 ) -> dict[str, Any]:
     """Each page request's lateness and its parts (see the module doc), in ms."""
     parts: dict[str, list[float]] = defaultdict(list)
+    t0 = min(r.start_at for r in records)
     rows = lateness(records, truth=truth, min_delay_s=min_delay_s, delay_factor=cs.DELAY_FACTOR)
     for row in rows:
         prev, rec = row.previous, row.record
@@ -183,7 +215,12 @@ def breakdown(
         parts["policy"].append((next_at - (c_end + row.required_s)) * 1000)
         parts["requeue"].append((due - next_at) * 1000)
         parts["dispatch"].append((leased[0] - due) * 1000)
-        parts["start"].append((fetched[1] - leased[0]) * 1000)
+        parts["lease_step"].append((leased[1] - leased[0]) * 1000)
+        if leased[0] - due > 0.01:
+            cause = _dispatch_cause(trace, due, leased[0])
+            parts["dispatch_late_" + cause].append((leased[0] - due) * 1000)
+            parts["dispatch_late_" + cause + "_at_ms"].append((due - t0) * 1000)
+        parts["start"].append((fetched[1] - leased[1]) * 1000)
         parts["send"].append((rec.start_at - fetched[1]) * 1000)
     out: dict[str, Any] = {}
     for name, xs in parts.items():
@@ -233,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
         "bound_pages_per_s": report["bound_pages_per_s"],
         "violations": report["violations"],
         "lease_calls": len(trace.lease_calls),
+        "fetchers_desired_p10_p50_p90": [_q([b[2] for b in trace.busy], p) for p in (0.1, 0.5, 0.9)],
+        "in_flight_p10_p50_p90": [_q([b[1] for b in trace.busy], p) for p in (0.1, 0.5, 0.9)],
         "lateness_ms": breakdown(records, truth, trace, scenario.min_delay_s),
     }
     print(json.dumps(out, indent=1))

@@ -339,6 +339,7 @@ class Crawler:
         self._fetcher_given = fetcher
         self._fetcher: Fetcher | None = fetcher
         self._robots_fetcher: Fetcher | None = fetcher  # robots.txt: a shorter timeout
+        self._http: HttpFetcher | None = None  # the fetcher built here, if any
         self._on_page = on_page
         self._progress = progress
         self._ua = config.user_agent
@@ -426,9 +427,11 @@ class Crawler:
                 ),
                 self._clock,
                 ip_gate=_shared_ip_gate(self._store, self.config),
+                on_ip_wait=self._wake.set,
             )
             self._fetcher = http
             self._robots_fetcher = http.limited(http.config.robots_timeout_s)
+            self._http = http
         try:
             async with asyncio.TaskGroup() as group:
                 helpers: list[asyncio.Task[None]] = []
@@ -593,7 +596,12 @@ class Crawler:
     # -- workers --------------------------------------------------------------
 
     async def _dispatcher(self, group: asyncio.TaskGroup) -> None:
-        """Lease up to ``desired − in flight`` ready hosts and start a fetch for each.
+        """Lease up to ``desired − busy`` ready hosts and start a fetch for each.
+
+        *Busy* fetches are those in flight less those waiting for a slot of their
+        address (per-IP cap): a fetch parked behind a slow or hanging request to its
+        address does not keep a ready host on another address waiting. The fetcher
+        wakes the dispatcher when a fetch starts to wait so.
 
         One task leases for all fetchers, so a completion or a host coming due wakes
         one task, not every idle fetcher (no thundering herd on the frontier). It
@@ -607,7 +615,7 @@ class Crawler:
         while not self._stopping:
             # Cleared before looking, so a completion from here on wakes the wait below.
             self._wake.clear()
-            free = scaler.desired - self._in_flight
+            free = scaler.desired - self._in_flight + self._waiting_for_ip()
             if max_pages is not None:
                 if self.stats.pages + self._in_flight >= max_pages:
                     if self._in_flight == 0:
@@ -646,6 +654,11 @@ class Crawler:
             if batch.next_ready_at is not None:
                 wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
             await self._idle(wait_s)
+
+    def _waiting_for_ip(self) -> int:
+        """Fetches waiting for a slot of their address: they hold a lease but no fetcher
+        (no connection, no CPU), so they don't keep another ready host waiting."""
+        return self._http.waiting_for_ip if self._http is not None else 0
 
     def _fetch_done(self, task: asyncio.Task[None]) -> None:
         """A fetch task ended (done, failed, or cancelled even before it began): its slot

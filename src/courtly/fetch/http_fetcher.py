@@ -73,7 +73,11 @@ class HttpFetcher:
     hosts file (tests and benchmarks map names to loopback addresses with them);
     ``guard`` replaces :func:`~courtly.fetch.is_blocked_address` (tests only).
     ``ip_gate`` (a crawl shared by several processes) is asked for a slot of the
-    address as well, inside the local per-IP semaphore.
+    address as well, inside the local per-IP semaphore. ``on_ip_wait`` is called
+    each time a fetch must wait for a slot of its address (the address is at its
+    cap); :attr:`waiting_for_ip` counts the fetches waiting so: a caller that bounds
+    its requests in flight can leave those out, since they hold no connection and
+    use no CPU while another host may be ready.
 
     :meth:`fetch` returns a :class:`~courtly.fetch.FetchResult` for every HTTP
     response, whatever its status, and raises :class:`~courtly.errors.FetchError`
@@ -93,8 +97,12 @@ class HttpFetcher:
         dns_overrides: dict[str, list[str]] | None = None,
         guard: Callable[[str], str | None] = is_blocked_address,
         ip_gate: IpGate | None = None,
+        on_ip_wait: Callable[[], None] | None = None,
     ) -> None:
         self.config = config = config if config is not None else FetchConfig()
+        self._on_ip_wait = on_ip_wait
+        self.waiting_for_ip = 0
+        """Fetches now waiting for a slot of their address (not yet sending)."""
         self._clock: Clock = clock if clock is not None else SystemClock()
         overrides: dict[str, list[str]] = {}
         if config.hosts_file is not None:
@@ -254,11 +262,24 @@ class HttpFetcher:
             slot = slots[ip] = _IpSlot(config.per_ip_concurrency)
         slot.users += 1
         try:
-            async with slot.semaphore:
+            semaphore = slot.semaphore
+            if semaphore.locked():  # the address is at its cap: wait for a slot
+                self.waiting_for_ip += 1
+                try:
+                    if self._on_ip_wait is not None:
+                        self._on_ip_wait()
+                    await semaphore.acquire()
+                finally:
+                    self.waiting_for_ip -= 1
+            else:
+                await semaphore.acquire()
+            try:
                 if self._ip_gate is None:
                     return await self._exchange(session, url, target, ip, total_timeout_s)
                 async with self._ip_gate.hold(ip):
                     return await self._exchange(session, url, target, ip, total_timeout_s)
+            finally:
+                semaphore.release()
         finally:
             slot.users -= 1
             if not slot.users:
