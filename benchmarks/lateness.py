@@ -270,7 +270,9 @@ def main(argv: list[str] | None = None) -> int:
         "bound_pages_per_s": report["bound_pages_per_s"],
         "violations": report["violations"],
         "lease_calls": len(trace.lease_calls),
-        "fetchers_desired_p10_p50_p90": [_q([b[2] for b in trace.busy], p) for p in (0.1, 0.5, 0.9)],
+        "fetchers_desired_p10_p50_p90": [
+            _q([b[2] for b in trace.busy], p) for p in (0.1, 0.5, 0.9)
+        ],
         "in_flight_p10_p50_p90": [_q([b[1] for b in trace.busy], p) for p in (0.1, 0.5, 0.9)],
         "lateness_ms": breakdown(records, truth, trace, scenario.min_delay_s),
     }
