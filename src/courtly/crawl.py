@@ -45,6 +45,7 @@ from courtly.errors import FetchError, InvalidURL, StateError
 from courtly.fetch.config import FetchConfig
 from courtly.fetch.http_fetcher import HttpFetcher
 from courtly.fetch.ip_gate import IpGate
+from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
@@ -309,7 +310,9 @@ class Crawler:
     ``politeness`` replaces the politeness settings derived from ``config`` (tests
     use short retry and back-off times); ``autoscale`` the fetcher-count policy
     derived from ``config.concurrency``; ``stop_grace_s`` the grace after a stop (default:
-    ``config.stop_grace_s``).
+    ``config.stop_grace_s``). ``machine_gate`` (one process of a partitioned crawl) keeps
+    the per-IP cap over all the crawl's processes: this one may then use up to its
+    ``per_ip`` slots of an address, not only ``config.per_ip``, its share.
     """
 
     def __init__(
@@ -325,9 +328,11 @@ class Crawler:
         politeness: PolitenessConfig | None = None,
         autoscale: AutoscaleConfig | None = None,
         stop_grace_s: float | None = None,
+        machine_gate: MachineIpGate | None = None,
     ) -> None:
         self.config = config
         self._partition = partition
+        self._machine_gate = machine_gate
         self._clock: Clock = clock or SystemClock()
         fconfig = frontier_config(config)
         if politeness is not None:
@@ -421,12 +426,12 @@ class Crawler:
                     total_timeout_s=self.config.total_timeout_s,
                     max_body_bytes=self.config.max_body_bytes,
                     max_decoded_bytes=4 * self.config.max_body_bytes,
-                    per_ip_concurrency=self.config.per_ip,
+                    per_ip_concurrency=self._local_per_ip(),
                     allow_private_networks=self.config.allow_private_networks,
                     hosts_file=self.config.hosts_file,
                 ),
                 self._clock,
-                ip_gate=_shared_ip_gate(self._store, self.config),
+                ip_gate=self._machine_gate or _shared_ip_gate(self._store, self.config),
                 on_ip_wait=self._wake.set,
             )
             self._fetcher = http
@@ -654,6 +659,13 @@ class Crawler:
             if batch.next_ready_at is not None:
                 wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
             await self._idle(wait_s)
+
+    def _local_per_ip(self) -> int:
+        """Requests this process may have in flight to one address: the whole cap when a
+        machine gate keeps the sum over the processes within it, else its share."""
+        if self._machine_gate is not None:
+            return self._machine_gate.per_ip
+        return self.config.per_ip
 
     def _waiting_for_ip(self) -> int:
         """Fetches waiting for a slot of their address: they hold a lease but no fetcher

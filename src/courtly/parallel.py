@@ -4,9 +4,11 @@ Partition ``i`` of ``N`` owns the host keys with ``stable_hash(host_key) % N == 
 (xxh3-64 of the UTF-8 host key: the same in every process and every run), so all
 state of a host (its back queue, politeness state, robots.txt, leases) lives in
 one process and politeness needs no coordination: one request in flight per
-host holds across processes by construction. The per-IP cap is shared out:
-each process may have ``per_ip // N`` requests in flight to one address, so the
-sum never exceeds ``per_ip`` (``per_ip < N`` is refused).
+host holds across processes by construction. The per-IP cap is shared: each
+process may have up to ``per_ip`` requests in flight to one address, and a table
+in shared memory (:class:`~courtly.fetch.machine_ip_gate.MachineIpGate`) keeps the
+sum over the processes at ``per_ip`` or below. A partition's config still says
+``per_ip // N`` (``per_ip < N`` is refused), the share it is sure of.
 
 Layout of a partitioned state directory ``STATE``::
 
@@ -55,6 +57,7 @@ import xxhash
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot, ProgressSink
 from courtly.errors import ConfigError, CourtlyError, StateError
+from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.frontier.records import FrontierCounts, QueuedUrl
 from courtly.stop import ending
 from courtly.store.base import FrontierStore
@@ -725,8 +728,10 @@ def _child_main(
     replies: Queue[tuple[Any, ...]],
     log_level: int,
     fsync: bool,
+    gate: MachineIpGate | None = None,
 ) -> None:
-    """Entry point of partition ``index``'s process (spawned)."""
+    """Entry point of partition ``index``'s process (spawned); ``gate`` is the per-IP cap
+    the partitions share."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays the terminal's ^C
     logging.basicConfig(
         level=log_level, format=f"%(asctime)s %(levelname)s part-{index} %(name)s: %(message)s"
@@ -749,7 +754,7 @@ def _child_main(
             parent_pid=os.getppid(),
         )
         try:
-            crawler = Crawler(config, partition=partition)
+            crawler = Crawler(config, partition=partition, machine_gate=gate)
             loop = asyncio.get_running_loop()
             loop.add_signal_handler(signal.SIGTERM, crawler.request_stop, "signal")
             return await crawler.run()
@@ -816,10 +821,11 @@ class PartitionedCrawl:
         context = multiprocessing.get_context("spawn")
         replies: Queue[tuple[Any, ...]] = context.Queue()
         commands: list[Queue[Command]] = [context.Queue() for _ in range(n)]
+        gate = MachineIpGate(self.config.per_ip, context)  # the whole cap, shared
         children = [
             context.Process(
                 target=_child_main,
-                args=(cfg, root, i, commands[i], replies, self._log_level, fsync),
+                args=(cfg, root, i, commands[i], replies, self._log_level, fsync, gate),
                 name=f"courtly-part-{i}-of-{n}",
             )
             for i, cfg in enumerate(self._configs)
