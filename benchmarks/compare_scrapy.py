@@ -623,9 +623,7 @@ def summarise(
     else:
         window_s = seconds
     limit = bound(scenario, truth, window_s, seeds)
-    late = lateness(
-        mine, truth=truth, min_delay_s=scenario.min_delay_s, delay_factor=DELAY_FACTOR
-    )
+    late = lateness(mine, truth=truth, min_delay_s=scenario.min_delay_s, delay_factor=DELAY_FACTOR)
     statuses = Counter(r.status for r in mine)
     pages_per_s = pages / window_s
     return {

@@ -149,7 +149,7 @@ async def crawl(config: CrawlConfig, trace: Trace) -> None:
         SystemClock(),
     )
     try:
-        crawler = Crawler(config, store=store, fetcher=TracingFetcher(http, trace))  # type: ignore[arg-type]
+        crawler = Crawler(config, store=store, fetcher=TracingFetcher(http, trace))
 
         async def sample() -> None:
             while True:
