@@ -21,10 +21,11 @@ response's end and the next request's start:
 * ``send``: the exchange began → the server saw the request (connection, loop).
 
 One partition of a partitioned crawl is modelled by ``--partition I/N``: the hosts
-that partition owns, and its share of the per-IP cap (``per_ip // N``), which is
-exactly what one process of ``courtly crawl --processes N`` runs (the fetchers of the
-other process can't delay it: the caps are split). ``--partition 0/1`` is one process
-with the whole web.
+that partition owns, with the whole per-IP cap (partitions share it through
+:class:`~courtly.fetch.machine_ip_gate.MachineIpGate`; the other partitions' use of
+the same addresses is not modelled, so this is the partition's best case).
+``--split-cap`` gives it ``per_ip // N`` instead, the fixed share partitions had
+before. ``--partition 0/1`` is one process with the whole web.
 
     python benchmarks/lateness.py --scenario politeness --seconds 20 --partition 0/2
 """
@@ -116,7 +117,7 @@ class TracingFetcher:
 
 
 def _config(
-    web: cs.Sandbox, scenario: cs.Scenario, state: Path, seconds: float, n: int
+    web: cs.Sandbox, scenario: cs.Scenario, state: Path, seconds: float, share: int
 ) -> CrawlConfig:
     return CrawlConfig(
         seeds=(),
@@ -127,7 +128,7 @@ def _config(
         hosts_file=Path(web.info["hosts_file"]),
         allow_private_networks=True,
         max_time_s=seconds,
-        per_ip=max(1, scenario.per_ip // n),
+        per_ip=max(1, scenario.per_ip // share),
         processes=1,
     )
 
@@ -240,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--partition", default="0/2", help="I/N: one partition of N [0/2]")
+    parser.add_argument("--split-cap", action="store_true", help="per_ip // N per partition")
     parser.add_argument("--workdir", type=Path, default=HERE / "out" / "lateness")
     args = parser.parse_args(argv)
     index, n = (int(x) for x in args.partition.split("/"))
@@ -255,7 +257,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         seeds = tuple(s for s in web.seeds if partition_of(split_url(s)[0], n) == index)
         config = dataclasses.replace(
-            _config(web, scenario, args.workdir / "state", args.seconds, n), seeds=seeds
+            _config(
+                web, scenario, args.workdir / "state", args.seconds, n if args.split_cap else 1
+            ),
+            seeds=seeds,
         )
         with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
             runner.run(crawl(config, trace))
