@@ -24,7 +24,11 @@ the same time budget with the same User-Agent, and then:
   more than the host has, and no address above its per-IP cap (see :func:`bound`).
   ``efficiency`` = ``pages_per_s`` / ``bound_pages_per_s``;
   ``requests_efficiency`` = requests made (robots.txt included) / requests the
-  bound allows.
+  bound allows;
+* ``lateness_ms``: how late each request after a host's first started, against the
+  end of the host's previous response plus the gap the rule required
+  (:func:`courtly.sandbox.lateness`): ``n``, ``p50``, ``p90``, ``p95``, ``p99``, ``mean``.
+  ``benchmarks/lateness.py`` splits it into its causes.
 
 courtly runs with its defaults: the only flags are those a user must give to
 crawl the sandbox (:func:`courtly_flags`); a run labelled ``courtly_tuned`` adds
@@ -71,6 +75,8 @@ from courtly.sandbox import (
     SandboxWorld,
     Scope,
     audit,
+    lateness,
+    lateness_summary,
     load_log,
 )
 from courtly.sandbox.urls import host_url, split_url
@@ -617,6 +623,7 @@ def summarise(
     else:
         window_s = seconds
     limit = bound(scenario, truth, window_s, seeds)
+    late = lateness(mine, truth=truth, min_delay_s=scenario.min_delay_s, delay_factor=DELAY_FACTOR)
     statuses = Counter(r.status for r in mine)
     pages_per_s = pages / window_s
     return {
@@ -642,6 +649,7 @@ def summarise(
         "requests_efficiency": round(len(mine) / limit["bound_requests"], 4),
         "bound_pages_per_s": round(limit["bound_pages_per_s"], 1),
         "bound_requests_per_s": round(limit["bound_requests_per_s"], 1),
+        "lateness_ms": lateness_summary(late),
         "pages": pages,
         "requests": len(mine),
         "requests_per_s": round(len(mine) / window_s, 1),

@@ -45,6 +45,7 @@ from courtly.errors import FetchError, InvalidURL, StateError
 from courtly.fetch.config import FetchConfig
 from courtly.fetch.http_fetcher import HttpFetcher
 from courtly.fetch.ip_gate import IpGate
+from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
@@ -312,7 +313,9 @@ class Crawler:
     ``politeness`` replaces the politeness settings derived from ``config`` (tests
     use short retry and back-off times); ``autoscale`` the fetcher-count policy
     derived from ``config.concurrency``; ``stop_grace_s`` the grace after a stop (default:
-    ``config.stop_grace_s``).
+    ``config.stop_grace_s``). ``machine_gate`` (one process of a partitioned crawl) keeps
+    the per-IP cap over all the crawl's processes: this one may then use up to its
+    ``per_ip`` slots of an address, not only ``config.per_ip``, its share.
     """
 
     def __init__(
@@ -329,12 +332,14 @@ class Crawler:
         autoscale: AutoscaleConfig | None = None,
         stop_grace_s: float | None = None,
         page_budget: PageBudget | None = None,
+        machine_gate: MachineIpGate | None = None,
     ) -> None:
         self.config = config
         if page_budget is None and config.max_pages is not None:
             page_budget = LocalPageBudget(config.max_pages)
         self._claims = FetchClaims(page_budget)
         self._partition = partition
+        self._machine_gate = machine_gate
         self._clock: Clock = clock or SystemClock()
         fconfig = frontier_config(config)
         if politeness is not None:
@@ -345,6 +350,8 @@ class Crawler:
         )
         self._fetcher_given = fetcher
         self._fetcher: Fetcher | None = fetcher
+        self._robots_fetcher: Fetcher | None = fetcher  # robots.txt: a shorter timeout
+        self._http: HttpFetcher | None = None  # the fetcher built here, if any
         self._on_page = on_page
         self._progress = progress
         self._ua = config.user_agent
@@ -430,14 +437,17 @@ class Crawler:
                     total_timeout_s=self.config.total_timeout_s,
                     max_body_bytes=self.config.max_body_bytes,
                     max_decoded_bytes=4 * self.config.max_body_bytes,
-                    per_ip_concurrency=self.config.per_ip,
+                    per_ip_concurrency=self._local_per_ip(),
                     allow_private_networks=self.config.allow_private_networks,
                     hosts_file=self.config.hosts_file,
                 ),
                 self._clock,
-                ip_gate=_shared_ip_gate(self._store, self.config),
+                ip_gate=self._machine_gate or _shared_ip_gate(self._store, self.config),
+                on_ip_wait=self._wake.set,
             )
             self._fetcher = http
+            self._robots_fetcher = http.limited(http.config.robots_timeout_s)
+            self._http = http
         try:
             async with asyncio.TaskGroup() as group:
                 helpers: list[asyncio.Task[None]] = []
@@ -607,7 +617,12 @@ class Crawler:
     # -- workers --------------------------------------------------------------
 
     async def _dispatcher(self, group: asyncio.TaskGroup) -> None:
-        """Lease up to ``desired − in flight`` ready hosts and start a fetch for each.
+        """Lease up to ``desired − busy`` ready hosts and start a fetch for each.
+
+        *Busy* fetches are those in flight less those waiting for a slot of their
+        address (per-IP cap): a fetch parked behind a slow or hanging request to its
+        address does not keep a ready host on another address waiting. The fetcher
+        wakes the dispatcher when a fetch starts to wait so.
 
         One task leases for all fetchers, so a completion or a host coming due wakes
         one task, not every idle fetcher (no thundering herd on the frontier). It
@@ -623,7 +638,7 @@ class Crawler:
             self._wake.clear()
             if self.recrawl is not None:  # due URLs back into the frontier, within the share
                 await self.recrawl.feed(self.frontier.config.budget)
-            free = scaler.desired - self._in_flight
+            free = scaler.desired - self._in_flight + self._waiting_for_ip()
             if budget is not None and free > 0:
                 if budget.spent():
                     # Every page is made; what is still in flight holds no unit (robots.txt
@@ -673,6 +688,18 @@ class Crawler:
             if batch.next_ready_at is not None:
                 wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
             await self._idle(wait_s)
+
+    def _local_per_ip(self) -> int:
+        """Requests this process may have in flight to one address: the whole cap when a
+        machine gate keeps the sum over the processes within it, else its share."""
+        if self._machine_gate is not None:
+            return self._machine_gate.per_ip
+        return self.config.per_ip
+
+    def _waiting_for_ip(self) -> int:
+        """Fetches waiting for a slot of their address: they hold a lease but no fetcher
+        (no connection, no CPU), so they don't keep another ready host waiting."""
+        return self._http.waiting_for_ip if self._http is not None else 0
 
     def _fetch_done(self, task: asyncio.Task[None]) -> None:
         """A fetch task ended (done, failed, or cancelled even before it began): its slot
@@ -759,8 +786,9 @@ class Crawler:
         await self._fetch_page(lease, decision)
 
     async def _fetch_robots(self, lease: Lease, authority: tuple[str, str, int]) -> None:
-        assert self._fetcher is not None
-        paced = _PacedFetcher(self._fetcher, self._clock, self.frontier.config.politeness)
+        assert self._robots_fetcher is not None
+        politeness = self.frontier.config.politeness
+        paced = _PacedFetcher(self._robots_fetcher, self._clock, politeness)
         outcome = await fetch_robots(paced, robots_url_for(lease.url))
         self.stats.robots_fetches += 1
         for result in outcome.results:

@@ -4,9 +4,11 @@ Partition ``i`` of ``N`` owns the host keys with ``stable_hash(host_key) % N == 
 (xxh3-64 of the UTF-8 host key: the same in every process and every run), so all
 state of a host (its back queue, politeness state, robots.txt, leases) lives in
 one process and politeness needs no coordination: one request in flight per
-host holds across processes by construction. The per-IP cap is shared out:
-each process may have ``per_ip // N`` requests in flight to one address, so the
-sum never exceeds ``per_ip`` (``per_ip < N`` is refused).
+host holds across processes by construction. The per-IP cap is shared: each
+process may have up to ``per_ip`` requests in flight to one address, and a table
+in shared memory (:class:`~courtly.fetch.machine_ip_gate.MachineIpGate`) keeps the
+sum over the processes at ``per_ip`` or below. A partition's config still says
+``per_ip // N`` (``per_ip < N`` is refused), the share it is sure of.
 
 Layout of a partitioned state directory ``STATE``::
 
@@ -55,6 +57,7 @@ import xxhash
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot, ProgressSink
 from courtly.errors import ConfigError, CourtlyError, StateError
+from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.frontier.records import FrontierCounts, QueuedUrl
 from courtly.page_budget import SharedPageBudget
 from courtly.stop import ending
@@ -727,9 +730,11 @@ def _child_main(
     log_level: int,
     fsync: bool,
     page_budget: SharedPageBudget | None = None,
+    gate: MachineIpGate | None = None,
 ) -> None:
     """Entry point of partition ``index``'s process (spawned); ``page_budget`` is the
-    crawl's ``--max-pages``, shared by every partition."""
+    crawl's ``--max-pages``, shared by every partition; ``gate`` is the per-IP cap the
+    partitions share."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays the terminal's ^C
     logging.basicConfig(
         level=log_level, format=f"%(asctime)s %(levelname)s part-{index} %(name)s: %(message)s"
@@ -752,7 +757,9 @@ def _child_main(
             parent_pid=os.getppid(),
         )
         try:
-            crawler = Crawler(config, partition=partition, page_budget=page_budget)
+            crawler = Crawler(
+                config, partition=partition, page_budget=page_budget, machine_gate=gate
+            )
             loop = asyncio.get_running_loop()
             loop.add_signal_handler(signal.SIGTERM, crawler.request_stop, "signal")
             return await crawler.run()
@@ -823,10 +830,11 @@ class PartitionedCrawl:
         # One --max-pages for the whole crawl: every partition claims from it before a
         # fetch, so the pages made add up to it exactly (see courtly.page_budget).
         budget = None if max_pages is None else SharedPageBudget.create(context, max_pages)
+        gate = MachineIpGate(self.config.per_ip, context)  # the whole cap, shared
         children = [
             context.Process(
                 target=_child_main,
-                args=(cfg, root, i, commands[i], replies, self._log_level, fsync, budget),
+                args=(cfg, root, i, commands[i], replies, self._log_level, fsync, budget, gate),
                 name=f"courtly-part-{i}-of-{n}",
             )
             for i, cfg in enumerate(self._configs)

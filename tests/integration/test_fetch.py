@@ -483,3 +483,57 @@ async def test_a_body_cut_off_is_one_truncated_request() -> None:
     assert cut.truncated and cut.body == PAGE[: len(PAGE) // 2]
     assert not whole.truncated and whole.body == PAGE
     assert server.requests == [(1, "/a"), (2, "/b")]
+
+
+async def test_a_limited_fetcher_times_out_at_its_own_limit() -> None:
+    release = asyncio.Event()
+
+    async def hang(request: web.Request) -> web.StreamResponse:
+        await release.wait()
+        return web.Response(body=b"late")
+
+    # The fetcher's own limit (60 s) would outlast the test; the view's (0.3 s) ends it.
+    async with serve(hang) as server, fetcher(total_timeout_s=60.0) as f:
+        with pytest.raises(FetchError) as caught:
+            await f.limited(0.3).fetch(f"http://one.test:{server.port}/")
+        release.set()
+    assert caught.value.kind == "timeout"
+
+
+async def test_a_fetch_waiting_for_its_address_is_counted_and_announced() -> None:
+    release = asyncio.Event()
+    arrived = asyncio.Event()
+
+    async def hold(request: web.Request) -> web.StreamResponse:
+        arrived.set()
+        await release.wait()
+        return web.Response(body=b"ok")
+
+    waits: list[int] = []
+    waited = asyncio.Event()
+
+    def on_ip_wait() -> None:
+        waits.append(1)
+        waited.set()
+
+    overrides = {"h1.test": ["127.0.0.2"], "h2.test": ["127.0.0.2"]}
+    f = HttpFetcher(
+        FetchConfig(allow_private_networks=True, per_ip_concurrency=1, total_timeout_s=30.0),
+        SystemClock(),
+        dns_overrides=overrides,
+        on_ip_wait=on_ip_wait,
+    )
+    async with serve(hold, host="127.0.0.2") as server, f:
+        first = asyncio.ensure_future(f.fetch(f"http://h1.test:{server.port}/"))
+        await arrived.wait()
+        assert f.waiting_for_ip == 0 and not waits  # the first took the free slot
+        second = asyncio.ensure_future(f.fetch(f"http://h2.test:{server.port}/"))
+        await waited.wait()
+        assert f.waiting_for_ip == 1  # the second waits for the address, holding nothing
+        assert server.in_flight == 1
+        release.set()
+        results = await asyncio.gather(first, second)
+    assert [r.status for r in results] == [200, 200]
+    assert f.waiting_for_ip == 0
+    assert waits == [1]
+    assert server.max_in_flight == 1

@@ -53,6 +53,11 @@ class FetchConfig:
       the fetcher never reuses a connection the server is closing (the request
       would fail: it is not retried), and few idle connections pile up on a wide
       crawl (benchmarks/connections.py).
+    - ``robots_timeout_s``: the total timeout of a robots.txt exchange (see
+      :meth:`HttpFetcher.limited`), shorter than a page's: a robots.txt that has
+      not answered by then is unreachable (disallow all, retried later). While it
+      hangs it holds one of its address's ``per_ip_concurrency`` slots, so a long
+      wait keeps the address's other hosts from being fetched on time.
     """
 
     user_agent: str = DEFAULT_USER_AGENT
@@ -67,6 +72,7 @@ class FetchConfig:
     dns_negative_ttl_s: float = 30.0
     max_url_length: int = DEFAULT_MAX_URL_LENGTH
     keepalive_timeout_s: float = 4.0
+    robots_timeout_s: float = 10.0
 
     def __post_init__(self) -> None:
         if not self.user_agent.strip():
@@ -76,6 +82,7 @@ class FetchConfig:
         for name in (
             "connect_timeout_s",
             "total_timeout_s",
+            "robots_timeout_s",
             "max_body_bytes",
             "max_decoded_bytes",
             "per_ip_concurrency",

@@ -34,7 +34,7 @@ from courtly.fetch.guard import is_blocked_address
 from courtly.fetch.hosts import load_hosts_file, normalise_host_name
 from courtly.fetch.ip_gate import IpGate
 from courtly.fetch.pinning import PinnedResolver
-from courtly.fetch.records import FetchResult
+from courtly.fetch.records import Fetcher, FetchResult
 
 __all__ = ["ACCEPT_ENCODING", "HttpFetcher"]
 
@@ -73,7 +73,11 @@ class HttpFetcher:
     hosts file (tests and benchmarks map names to loopback addresses with them);
     ``guard`` replaces :func:`~courtly.fetch.is_blocked_address` (tests only).
     ``ip_gate`` (a crawl shared by several processes) is asked for a slot of the
-    address as well, inside the local per-IP semaphore.
+    address as well, inside the local per-IP semaphore. ``on_ip_wait`` is called
+    each time a fetch must wait for a slot of its address (the address is at its
+    cap); :attr:`waiting_for_ip` counts the fetches waiting so: a caller that bounds
+    its requests in flight can leave those out, since they hold no connection and
+    use no CPU while another host may be ready.
 
     :meth:`fetch` returns a :class:`~courtly.fetch.FetchResult` for every HTTP
     response, whatever its status, and raises :class:`~courtly.errors.FetchError`
@@ -94,8 +98,12 @@ class HttpFetcher:
         dns_overrides: dict[str, list[str]] | None = None,
         guard: Callable[[str], str | None] = is_blocked_address,
         ip_gate: IpGate | None = None,
+        on_ip_wait: Callable[[], None] | None = None,
     ) -> None:
         self.config = config = config if config is not None else FetchConfig()
+        self._on_ip_wait = on_ip_wait
+        self.waiting_for_ip = 0
+        """Fetches now waiting for a slot of their address (not yet sending)."""
         self._clock: Clock = clock if clock is not None else SystemClock()
         overrides: dict[str, list[str]] = {}
         if config.hosts_file is not None:
@@ -214,6 +222,12 @@ class HttpFetcher:
 
     # -- fetching --------------------------------------------------------------------
 
+    def limited(self, total_timeout_s: float) -> Fetcher:
+        """This fetcher (its connections, DNS cache and per-IP slots) with every exchange
+        limited to ``total_timeout_s`` instead of ``config.total_timeout_s``. The time
+        spent waiting for a per-IP slot does not count: only the exchange itself."""
+        return _Limited(self, total_timeout_s)
+
     async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
         """One GET of ``url``; see the class docstring for results and errors.
 
@@ -221,6 +235,11 @@ class HttpFetcher:
         ``If-None-Match`` / ``If-Modified-Since``, :mod:`courtly.fetch.validators`);
         they show in the result's ``request_headers``.
         """
+        return await self._fetch(url, None, headers)
+
+    async def _fetch(
+        self, url: str, total_timeout_s: float | None, headers: Mapping[str, str] | None = None
+    ) -> FetchResult:
         config = self.config
         if len(url) > config.max_url_length:
             raise FetchError(
@@ -251,11 +270,24 @@ class HttpFetcher:
             slot = slots[ip] = _IpSlot(config.per_ip_concurrency)
         slot.users += 1
         try:
-            async with slot.semaphore:
+            semaphore = slot.semaphore
+            if semaphore.locked():  # the address is at its cap: wait for a slot
+                self.waiting_for_ip += 1
+                try:
+                    if self._on_ip_wait is not None:
+                        self._on_ip_wait()
+                    await semaphore.acquire()
+                finally:
+                    self.waiting_for_ip -= 1
+            else:
+                await semaphore.acquire()
+            try:
                 if self._ip_gate is None:
-                    return await self._exchange(session, url, target, ip, headers)
+                    return await self._exchange(session, url, target, ip, total_timeout_s, headers)
                 async with self._ip_gate.hold(ip):
-                    return await self._exchange(session, url, target, ip, headers)
+                    return await self._exchange(session, url, target, ip, total_timeout_s, headers)
+            finally:
+                semaphore.release()
         finally:
             slot.users -= 1
             if not slot.users:
@@ -270,12 +302,21 @@ class HttpFetcher:
         url: str,
         target: URL,
         ip: str,
+        total_timeout_s: float | None,
         extra: Mapping[str, str] | None = None,
     ) -> FetchResult:
         clock = self._clock
         started_at = clock.now()
         try:
-            response = await session.get(target, allow_redirects=False, headers=extra)
+            if total_timeout_s is None:
+                response = await session.get(target, allow_redirects=False, headers=extra)
+            else:
+                timeout = ClientTimeout(
+                    total=total_timeout_s, sock_connect=self.config.connect_timeout_s
+                )
+                response = await session.get(
+                    target, allow_redirects=False, timeout=timeout, headers=extra
+                )
         except FetchError:
             raise
         except Exception as exc:
@@ -384,3 +425,16 @@ def _map_error(exc: Exception, url: str) -> FetchError:
     if isinstance(exc, OSError):
         return FetchError("connect", f"{url}: {exc}")
     raise exc
+
+
+class _Limited:
+    """:meth:`HttpFetcher.limited`: the same fetcher with a shorter total timeout."""
+
+    __slots__ = ("_inner", "_timeout_s")
+
+    def __init__(self, inner: HttpFetcher, total_timeout_s: float) -> None:
+        self._inner = inner
+        self._timeout_s = total_timeout_s
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchResult:
+        return await self._inner._fetch(url, self._timeout_s, headers)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from courtly.sandbox.audit import AuditFinding, AuditReport, audit
 from courtly.sandbox.hosts_file import format_hosts_file, parse_hosts_file, write_hosts_file
+from courtly.sandbox.lateness import Lateness, lateness, lateness_summary
 from courtly.sandbox.layout import HostProfile, Layout, build_layout
 from courtly.sandbox.request_log import RequestLogWriter, RequestRecord, load_log
 from courtly.sandbox.resources import (
@@ -36,6 +37,7 @@ __all__ = [
     "GzipBomb",
     "Hang",
     "HostProfile",
+    "Lateness",
     "Layout",
     "Link",
     "Page",
@@ -54,6 +56,8 @@ __all__ = [
     "audit",
     "build_layout",
     "format_hosts_file",
+    "lateness",
+    "lateness_summary",
     "load_log",
     "make_gzip_bomb",
     "parse_hosts_file",
