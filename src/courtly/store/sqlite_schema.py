@@ -15,7 +15,8 @@ A new file is created whole beside its final name (``frontier.sqlite3.new``) and
 renamed into place once stamped, so a state file that exists always holds a
 complete schema: an existing file is never re-created, whatever is in it.
 
-Tables (version 1; version 2 adds ``catalogue.fail_reason``):
+Tables (version 1; version 2 adds ``catalogue.fail_reason``, version 3
+``hosts.delay_source`` and ``hosts.last_status``):
 
 ``meta``       key/value: counters, the token ceiling, the Bloom checkpoint;
 ``front``      front queues, ``(level, id)`` ordered: FIFO per level;
@@ -48,7 +49,7 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -60,7 +61,13 @@ def _v1_to_v2(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE catalogue ADD COLUMN fail_reason TEXT")
 
 
-MIGRATIONS: Final[Mapping[int, Migration]] = {1: _v1_to_v2}
+def _v2_to_v3(conn: sqlite3.Connection) -> None:
+    """Version 3: each host says which term set its next allowed time, and its last status."""
+    conn.execute("ALTER TABLE hosts ADD COLUMN delay_source TEXT")
+    conn.execute("ALTER TABLE hosts ADD COLUMN last_status INTEGER")
+
+
+MIGRATIONS: Final[Mapping[int, Migration]] = {1: _v1_to_v2, 2: _v2_to_v3}
 """``from_version -> migration`` to ``from_version + 1``."""
 
 _WHAT_TO_DO: Final = (
