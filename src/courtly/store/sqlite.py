@@ -530,6 +530,12 @@ class SqliteStore:
                 (namespace, key, bytes(value)),
             )
 
+    def queued_of(self, host_key: str) -> int | None:
+        """URLs queued for a host, from the rows in memory (no I/O; ``None`` if not cached).
+        For the dashboard's top-N table: see :class:`courtly.store.base.QueuedCounts`."""
+        row = self._rows.hosts.get(host_key)
+        return None if row is None else row.queued
+
     async def host_state(self, host_key: str) -> HostState:
         with self._step(None):
             return self._rows.host(host_key).state
