@@ -725,8 +725,8 @@ class Crawler:
             self._archive(result)
         now = self._clock.now()
         decision = self._robots.store(authority, outcome, now)
-        result = "blocked" if outcome.error_kind == "blocked" else decision.kind
-        self.events.publish(RobotsResult(now, lease.host_key, result, True))
+        answer = "blocked" if outcome.error_kind == "blocked" else decision.kind
+        self.events.publish(RobotsResult(now, lease.host_key, answer, True))
         saved = outcome_to_bytes(outcome, now)
         if saved is not None:
             await self._store.put_blob("robots", robots_url_for(lease.url), saved)

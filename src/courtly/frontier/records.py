@@ -53,7 +53,8 @@ class AddStatus(enum.IntEnum):
 
 
 class DelaySource(enum.StrEnum):
-    """Which term set a host's ``next_allowed_at`` (see :func:`~courtly.frontier.politeness.apply_outcome`).
+    """Which term set a host's ``next_allowed_at`` (see
+    :func:`~courtly.frontier.politeness.apply_outcome`).
 
     The value is the name shown on the dashboard, in ``/api/hosts`` and as the
     ``delay_source`` label of ``courtly_host_delay_seconds``.

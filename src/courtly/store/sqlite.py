@@ -308,7 +308,20 @@ class _SqliteRows:
             row = HostRow(HostState(host_key))
         else:
             source = DelaySource(found[10]) if found[10] else DelaySource.MIN_DELAY
-            state = HostState(host_key, *found[:9], delay_source=source, last_status=found[11])
+            state = HostState(
+                host_key,
+                next_allowed_at=found[0],
+                last_fetch_s=found[1],
+                latency_baseline_s=found[2],
+                backoff_s=found[3],
+                error_streak=found[4],
+                parks=found[5],
+                requests_made=found[6],
+                crawl_delay_s=found[7],
+                retired=found[8],
+                delay_source=source,
+                last_status=found[11],
+            )
             row = HostRow(state, found[9])
         self.hosts[host_key] = row
         return row
