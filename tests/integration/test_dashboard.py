@@ -11,6 +11,7 @@ from typing import Any
 
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
+from tests.integration.conftest import LiveWeb, crawl_config
 
 from courtly.crawl import Crawler, Page
 from courtly.events import Event, Tick
@@ -18,7 +19,6 @@ from courtly.observe.attach import DashboardSpec, serving
 from courtly.observe.server import Dashboard
 from courtly.observe.snapshot import DELAY_SOURCES, schema_errors
 from courtly.observe.sources import FileSource
-from tests.integration.conftest import LiveWeb, crawl_config
 
 _BOUNDED_LABELS = {"status_class", "state", "delay_source", "result", "kind", "tier", "le"}
 
@@ -61,32 +61,34 @@ async def first_sse_event(session: aiohttp.ClientSession, url: str) -> dict[str,
 
 async def test_dashboard_serves_a_live_crawl(small_web: LiveWeb, tmp_path: Path) -> None:
     config = crawl_config(small_web, tmp_path / "state", progress_interval_s=0.1, max_pages=120)
-    crawler = Crawler(config)
+    seen_live: dict[str, Any] = {}
+    first = _FirstTick()
+    live: dict[str, Any] = {}  # the dashboard's address and a client session, once up
+
+    async def on_page(page: Page) -> None:
+        if seen_live:
+            return
+        seen_live["started"] = True
+        await first.seen.wait()  # a tick has happened: the source holds a snapshot
+        session, url = live["session"], live["url"]
+        async with session.get(url + "api/snapshot") as r:
+            assert r.status == 200
+            seen_live["snapshot"] = await r.json()
+        async with session.get(url + "api/hosts?sort=queued&n=5") as r:
+            assert r.status == 200
+            seen_live["hosts"] = (await r.json())["hosts"]
+        async with session.get(url + "metrics") as r:
+            seen_live["metrics"] = await r.text()
+        seen_live["event"] = await first_sse_event(session, url)
+
+    crawler = Crawler(config, on_page=on_page)
     spec = DashboardSpec("127.0.0.1", 0, None)
     spec.for_crawler(crawler)
-    first = _FirstTick()
     crawler.events.subscribe(first)
-    seen_live: dict[str, Any] = {}
 
     async with serving(spec, lambda _: None) as dashboard, aiohttp.ClientSession() as session:
         url = dashboard.url
-
-        async def on_page(page: Page) -> None:
-            if seen_live:
-                return
-            seen_live["started"] = True
-            await first.seen.wait()  # a tick has happened: the source holds a snapshot
-            async with session.get(url + "api/snapshot") as r:
-                assert r.status == 200
-                seen_live["snapshot"] = await r.json()
-            async with session.get(url + "api/hosts?sort=queued&n=5") as r:
-                assert r.status == 200
-                seen_live["hosts"] = (await r.json())["hosts"]
-            async with session.get(url + "metrics") as r:
-                seen_live["metrics"] = await r.text()
-            seen_live["event"] = await first_sse_event(session, url)
-
-        crawler._on_page = on_page
+        live.update(session=session, url=url)
         final = await crawler.run()
         assert final.pages > 0
         async with session.get(url + "api/hosts?sort=delay&n=100") as r:
