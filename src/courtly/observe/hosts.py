@@ -13,12 +13,12 @@ from __future__ import annotations
 import heapq
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from courtly.events import Event, HostLeased, HostStateChanged, LeaseExpired, RobotsResult
 from courtly.frontier.records import DelaySource, HostState
 
-__all__ = ["SORTS", "HostTable", "HostView", "host_row", "log2_bin"]
+__all__ = ["SORTS", "Census", "HostTable", "HostView", "host_row", "log2_bin"]
 
 _PARKED_SOURCES: Final = frozenset(
     {
@@ -29,6 +29,15 @@ _PARKED_SOURCES: Final = frozenset(
     }
 )
 _EARLY_SLACK_S: Final = 1e-6
+
+
+class Census(NamedTuple):
+    """What :meth:`HostTable.census` counts."""
+
+    by_state: Counter[str]
+    waiting_by_source: Counter[str]
+    next_due_at: float | None
+    queue_bins: dict[str, int]
 
 
 class HostView:
@@ -127,6 +136,48 @@ class HostTable:
             view.robots_at = event.at
             view.robots_result = event.result
 
+    def census(self, now: float) -> Census:
+        """One pass over every host: counts by state, waiting hosts by delay source, the
+        soonest next allowed time among them, and the log2 bins of queue lengths.
+
+        Plain local counters in the loop (about 1 us a host): 100,000 hosts take about
+        0.1 s, so a tick at that size costs the loop that much once a second."""
+        retired = leased = ready = parked = snoozed = 0
+        waiting: dict[DelaySource, int] = dict.fromkeys(DelaySource, 0)
+        by_bits: dict[int, int] = {}
+        soonest = float("inf")
+        queued_of = self._queued_of
+        parked_sources = _PARKED_SOURCES
+        for key, view in self.hosts.items():
+            s = view.state
+            if s.retired is not None:
+                retired += 1
+            elif view.in_flight:
+                leased += 1
+            elif s.next_allowed_at > now:
+                source = s.delay_source
+                if source in parked_sources:
+                    parked += 1
+                else:
+                    snoozed += 1
+                waiting[source] += 1
+                if s.next_allowed_at < soonest:
+                    soonest = s.next_allowed_at
+            else:
+                ready += 1
+            queued = queued_of(key)
+            if queued is not None:
+                bits = queued.bit_length() if queued > 0 else 0
+                by_bits[bits] = by_bits.get(bits, 0) + 1
+        states = Counter(
+            {"retired": retired, "leased": leased, "ready": ready, "parked": parked}
+            | {"snoozed": snoozed}
+        )
+        states = +states  # drop the zeros
+        bins = {_bits_label(bits): n for bits, n in sorted(by_bits.items())}
+        sources = Counter({k.value: n for k, n in waiting.items() if n})
+        return Census(states, sources, None if soonest == float("inf") else soonest, bins)
+
     def by_state(self, now: float) -> Counter[str]:
         return Counter(view.host_state(now) for view in self.hosts.values())
 
@@ -189,6 +240,13 @@ def _delay(view: HostView) -> float:
 
 def _requests(view: HostView) -> int:
     return view.state.requests_made
+
+
+def _bits_label(bits: int) -> str:
+    if bits <= 1:
+        return str(bits)
+    low = 1 << (bits - 1)
+    return f"{low}-{2 * low - 1}"
 
 
 def log2_bin(n: int) -> str:

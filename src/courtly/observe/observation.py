@@ -34,8 +34,7 @@ class Observation:
 
     def summary(self, now: float, counts: FrontierCounts) -> dict[str, Any]:
         tally, table = self.tally, self.hosts
-        waiting = table.waiting_by_source(now)
-        due = [v.state.next_allowed_at for v in table.hosts.values() if _waits(v, now)]
+        census = table.census(now)
         rows: dict[str, dict[str, Any]] = {}
         for sort in _SNAPSHOT_SORTS:
             for row in table.top(sort, TOP_N, now):
@@ -44,10 +43,10 @@ class Observation:
             "verdict": verdict(
                 queued=counts.queued, hosts_ready=counts.hosts_ready + counts.hosts_inactive_due
             ).value,
-            "next_due_in_s": (min(due) - now) if due else None,
-            "waiting_by_source": dict(waiting),
-            "hosts_by_state": dict(table.by_state(now)),
-            "queue_length_bins": table.queue_bins(),
+            "next_due_in_s": None if census.next_due_at is None else census.next_due_at - now,
+            "waiting_by_source": dict(census.waiting_by_source),
+            "hosts_by_state": dict(census.by_state),
+            "queue_length_bins": census.queue_bins,
             "fetches": dict(tally.fetches),
             "response_bytes": tally.response_bytes,
             "fetch_duration": tally.fetch_duration.as_json(),
@@ -57,11 +56,6 @@ class Observation:
             "leases_expired": tally.leases_expired,
             "hosts": list(rows.values()),
         }
-
-
-def _waits(view: Any, now: float) -> bool:
-    s = view.state
-    return bool(s.next_allowed_at > now and s.retired is None and not view.in_flight)
 
 
 def _sum(dicts: Sequence[Mapping[str, int]]) -> dict[str, int]:
