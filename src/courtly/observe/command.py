@@ -13,7 +13,7 @@ import click
 from courtly.errors import ConfigError
 from courtly.observe.attach import DashboardSpec
 from courtly.observe.server import Dashboard, is_loopback, parse_listen
-from courtly.observe.sources import FileSource
+from courtly.observe.sources import FileSource, status_paths
 
 __all__ = ["dashboard", "dashboard_spec"]
 
@@ -65,14 +65,15 @@ async def _serve(source: FileSource, host: str, port: int, token: str | None) ->
 def dashboard(state_dir: Path, listen: str, token: str | None) -> None:
     """Serve the dashboard of the crawl in --state DIR (running or finished).
 
-    Reads DIR/status.json, which the crawl replaces every progress tick; the
-    top-N hosts are those the last tick carried (50 per sort key).
+    Reads DIR/status.json (or each partition's, merged), which the crawl replaces
+    every progress tick; the top-N hosts are those the last tick carried (50 per
+    sort key).
     """
     try:
         spec = dashboard_spec(listen, token)
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     assert spec is not None
-    if not (state_dir / "status.json").exists():
+    if not status_paths(state_dir):
         raise click.UsageError(f"{state_dir}: no status.json (has a crawl run here?)")
     asyncio.run(_serve(FileSource(state_dir), spec.host, spec.port, spec.token))

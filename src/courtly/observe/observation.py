@@ -94,8 +94,12 @@ def merge_observed(parts: Sequence[Mapping[str, Any]], counts: FrontierCounts) -
         "hosts_by_state": _sum([p["hosts_by_state"] for p in parts]),
         "queue_length_bins": _sum([p["queue_length_bins"] for p in parts]),
         "fetches": _sum([p["fetches"] for p in parts]),
-        "response_bytes": sum(p["response_bytes"] for p in parts),
-        "fetch_duration": _sum_histograms([p["fetch_duration"] for p in parts]),
+        "response_bytes": sum(p.get("response_bytes", 0) for p in parts),
+        "fetch_duration": _sum_histograms(
+            [p["fetch_duration"] for p in parts if p["fetch_duration"]]
+        )
+        if any(p["fetch_duration"] for p in parts)
+        else None,
         "host_delay": {
             k: _sum_histograms([p["host_delay"][k] for p in parts if k in p["host_delay"]])
             for k in delay_sources

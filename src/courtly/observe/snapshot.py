@@ -9,7 +9,7 @@ Adding a key is compatible; renaming one is not (``schema`` would change).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from courtly.frontier.records import DelaySource
@@ -17,7 +17,14 @@ from courtly.frontier.records import DelaySource
 if TYPE_CHECKING:
     from courtly.crawl import CrawlSnapshot
 
-__all__ = ["DELAY_SOURCES", "SCHEMA_VERSION", "SNAPSHOT_KEYS", "schema_errors", "snapshot_json"]
+__all__ = [
+    "DELAY_SOURCES",
+    "SCHEMA_VERSION",
+    "SNAPSHOT_KEYS",
+    "merge_snapshot_json",
+    "schema_errors",
+    "snapshot_json",
+]
 
 SCHEMA_VERSION: Final = 1
 DELAY_SOURCES: Final = tuple(s.value for s in DelaySource)
@@ -138,3 +145,50 @@ def schema_errors(snapshot: Mapping[str, Any]) -> list[str]:
         if source not in DELAY_SOURCES:
             errors.append(f"waiting_by_source: unknown source {source}")
     return errors
+
+
+_SUMMED: Final = (
+    "pages",
+    "bytes_received",
+    "robots_fetches",
+    "in_flight",
+    "fetchers",
+)
+_SUMMED_DICTS: Final = ("statuses", "errors", "skipped", "hosts_retired")
+
+
+def merge_snapshot_json(parts: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """One snapshot from the partitions' (``courtly dashboard`` on a partitioned state
+    directory): sums, the longest elapsed time, running while any runs, the observation
+    merged by :func:`~courtly.observe.observation.merge_observed`."""
+    from courtly.frontier.records import FrontierCounts
+    from courtly.observe.observation import merge_observed
+
+    counts = FrontierCounts(
+        **{k: sum(p["frontier"][k] for p in parts) for k in parts[0]["frontier"]}
+    )
+    merged: dict[str, Any] = dict(parts[0])
+    observed = merge_observed(parts, counts)
+    observed.pop("response_bytes", None)  # the snapshot says bytes_received
+    merged.update(observed)
+    elapsed = max(p["elapsed_s"] for p in parts)
+    merged.update(
+        at=max(p["at"] for p in parts),
+        elapsed_s=elapsed,
+        running=any(p["running"] for p in parts),
+        resumed=any(p["resumed"] for p in parts),
+        stop_reason=next((p["stop_reason"] for p in parts if p["stop_reason"]), None),
+        frontier=dataclasses.asdict(counts),
+        **{k: sum(p[k] for p in parts) for k in _SUMMED},
+    )
+    for key in _SUMMED_DICTS:
+        total: dict[str, int] = {}
+        for p in parts:
+            for k, v in p[key].items():
+                total[k] = total.get(k, 0) + v
+        merged[key] = total
+    merged["pages_per_s"] = merged["pages"] / max(elapsed, 1e-9)
+    waiting = {source: 0 for source in DELAY_SOURCES}
+    waiting.update(merged["waiting_by_source"])
+    merged["waiting_by_source"] = waiting
+    return merged

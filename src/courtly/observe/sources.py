@@ -16,12 +16,12 @@ from typing import TYPE_CHECKING, Any, Protocol
 from courtly.events import Event, Tick
 from courtly.observe.history import History
 from courtly.observe.hosts import SORTS, HostTable
-from courtly.observe.snapshot import snapshot_json
+from courtly.observe.snapshot import merge_snapshot_json, snapshot_json
 
 if TYPE_CHECKING:
     from courtly.crawl import CrawlSnapshot
 
-__all__ = ["FileSource", "LiveSource", "SnapshotSource", "sort_rows"]
+__all__ = ["FileSource", "LiveSource", "SnapshotSource", "sort_rows", "status_paths"]
 
 
 class SnapshotSource(Protocol):
@@ -80,31 +80,47 @@ class LiveSource:
         return sort_rows(self._latest["hosts"] if self._latest else [], sort, n)
 
 
+def status_paths(state_dir: Path) -> list[Path]:
+    """The ``status.json`` files of a crawl: its own, or one per partition."""
+    own = state_dir / "status.json"
+    if own.exists():
+        return [own]
+    return sorted(state_dir.glob("part-*-of-*/status.json"))
+
+
 class FileSource:
-    """``status.json`` in ``state_dir``, re-read when it changes."""
+    """``status.json`` in ``state_dir`` (or its partitions'), re-read when it changes."""
 
     def __init__(self, state_dir: Path) -> None:
-        self._path = state_dir / "status.json"
-        self._stamp: tuple[int, int] | None = None
+        self._dir = state_dir
+        self._stamps: dict[Path, tuple[int, int]] = {}
+        self._parts: dict[Path, dict[str, Any]] = {}
         self._latest: dict[str, Any] | None = None
         self.history = History()
 
     def latest(self) -> dict[str, Any] | None:
-        try:
-            stat = self._path.stat()
-        except OSError:
-            return self._latest
-        stamp = (stat.st_mtime_ns, stat.st_size)
-        if stamp != self._stamp:
+        changed = False
+        for path in status_paths(self._dir):
             try:
-                data = json.loads(self._path.read_text(encoding="utf-8"))
+                stat = path.stat()
+            except OSError:
+                continue
+            stamp = (stat.st_mtime_ns, stat.st_size)
+            if stamp == self._stamps.get(path):
+                continue
+            try:
+                data = json.loads(path.read_text(encoding="utf-8"))
             except (OSError, ValueError):
-                return self._latest  # being replaced: the next read gets it
-            self._stamp = stamp
+                continue  # being replaced: the next read gets it
+            self._stamps[path] = stamp
             snap = data.get("snapshot") if isinstance(data, dict) else None
             if isinstance(snap, dict):
-                self._latest = snap
-                self.history.add(snap)
+                self._parts[path] = snap
+                changed = True
+        if changed:
+            parts = list(self._parts.values())
+            self._latest = parts[0] if len(parts) == 1 else merge_snapshot_json(parts)
+            self.history.add(self._latest)
         return self._latest
 
     def hosts(self, sort: str, n: int) -> list[dict[str, Any]]:

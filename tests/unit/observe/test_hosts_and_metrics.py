@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from prometheus_client.parser import text_string_to_metric_families
 
 from courtly.crawl import CrawlSnapshot
@@ -11,7 +14,7 @@ from courtly.observe.hosts import SORTS, HostTable, log2_bin
 from courtly.observe.metrics import metrics_text
 from courtly.observe.observation import Observation, merge_observed
 from courtly.observe.snapshot import schema_errors, snapshot_json
-from courtly.observe.sources import sort_rows
+from courtly.observe.sources import FileSource, sort_rows
 from courtly.observe.tally import status_class
 from courtly.progress import format_waiting
 
@@ -152,3 +155,18 @@ def test_metrics_follow_the_conventions() -> None:
             if family.type == "counter":
                 assert sample.name.endswith("_total")
     assert metrics_text(lambda: None) == b""
+
+
+def test_a_partitioned_state_directory_is_read_and_merged(tmp_path: Path) -> None:
+    snap = snapshot_json(snapshot(observed()), T0 + 1)
+    for i in range(2):
+        part = tmp_path / f"part-{i}-of-2"
+        part.mkdir()
+        (part / "status.json").write_text(json.dumps({"snapshot": snap}), encoding="utf-8")
+    merged = FileSource(tmp_path).latest()
+    assert merged is not None and schema_errors(merged) == []
+    assert merged["pages"] == 2 * snap["pages"]
+    assert merged["frontier"]["queued"] == 2 * snap["frontier"]["queued"]
+    assert merged["fetches"] == {"2xx": 2, "503": 2}
+    assert merged["waiting_by_source"]["crawl_delay"] == 2
+    assert merged["statuses"] == {"200": 2, "503": 2}
