@@ -34,6 +34,8 @@ from courtly.errors import ConfigError, CourtlyError, StateError, StateLocked
 from courtly.exit_codes import ExitCode, exit_code_for, stop_reason_words
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import FrontierCounts
+from courtly.observe.attach import DashboardSpec, TeeProgress, serving
+from courtly.observe.command import dashboard, dashboard_spec
 from courtly.parallel import (
     PartitionedCrawl,
     claim_layout,
@@ -69,6 +71,7 @@ def main() -> None:
 
 
 main.add_command(sandbox)
+main.add_command(dashboard)
 
 
 def _refuse(message: str, summary_json: Path | None = None) -> NoReturn:
@@ -303,10 +306,22 @@ def _setup_logging(verbose: int, quiet: bool, progress: LogProgress | RichProgre
     type=click.Path(path_type=Path, dir_okay=False),
     help="Write the final summary (or the refusal) to FILE as JSON, exit code included.",
 )
+@click.option(
+    "--dashboard",
+    "dashboard_at",
+    metavar="[HOST:]PORT",
+    help="Serve the live dashboard, /metrics and /api/* there (host 127.0.0.1; port 0: any).",
+)
+@click.option(
+    "--dashboard-token",
+    help="Token the dashboard asks for (required for a HOST other than loopback).",
+)
 @click.option("-v", "--verbose", count=True, help="More on stderr: -v a line per URL, -vv debug.")
 @click.option("-q", "--quiet", is_flag=True, help="Errors only: no progress, no summary.")
 def crawl(
     seeds: tuple[str, ...],
+    dashboard_at: str | None,
+    dashboard_token: str | None,
     config_file: Path | None,
     seeds_file: Path | None,
     verbose: int,
@@ -326,6 +341,9 @@ def crawl(
         with _expected_errors():
             check_writable(summary_json.parent, "the directory of --summary-json", must_exist=True)
     with _expected_errors(summary_json):
+        spec = dashboard_spec(dashboard_at, dashboard_token)
+        if spec is not None and flags.get("progress_interval_s") is None:
+            flags["progress_interval_s"] = 1.0  # the dashboard's history is at 1 Hz
         config = _build_config(seeds, config_file, seeds_file, include, exclude, no_sitemaps, flags)
         check_crawl_target(config)
     progress = None
@@ -333,7 +351,7 @@ def crawl(
         progress = progress_for(summary_on_close=False, catalogue_kept=config.store == "sqlite")
     _setup_logging(verbose, quiet, progress)
     with _expected_errors(summary_json):
-        snapshot = run_async(_crawl(config, progress))
+        snapshot = run_async(_crawl(config, progress, spec))
     code = exit_code_for(snapshot)
     if progress is not None:
         progress.summary(snapshot)
@@ -415,15 +433,22 @@ def _build_config(
     return config
 
 
-async def _crawl(config: CrawlConfig, progress: LogProgress | RichProgress | None) -> CrawlSnapshot:
+async def _crawl(
+    config: CrawlConfig,
+    progress: LogProgress | RichProgress | None,
+    dashboard: DashboardSpec | None = None,
+) -> CrawlSnapshot:
     crawler: Crawler | PartitionedCrawl
     try:
         if config.processes > 1:  # checks the shares now, the state directory's layout in run()
             level = logging.getLogger().getEffectiveLevel()
-            crawler = PartitionedCrawl(config, progress=progress, log_level=level)
+            sink = TeeProgress(progress, dashboard.source) if dashboard else progress
+            crawler = PartitionedCrawl(config, progress=sink, log_level=level)
         else:
             claim_layout(config.state_dir, 1)  # refuses a partitioned state directory
             crawler = Crawler(config, progress=progress)
+            if dashboard is not None:
+                dashboard.for_crawler(crawler)
     except OSError as error:  # before anything is crawled: the --state path is unusable
         raise ConfigError(
             f"cannot use the state directory {config.state_dir}: {_os_error(error)}"
@@ -448,7 +473,10 @@ async def _crawl(config: CrawlConfig, progress: LogProgress | RichProgress | Non
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, on_signal)
-    return await crawler.run()
+    if dashboard is None:
+        return await crawler.run()
+    async with serving(dashboard, say):
+        return await crawler.run()
 
 
 def _say(text: str) -> None:

@@ -32,7 +32,7 @@ import logging
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import xxhash
 
@@ -42,6 +42,7 @@ from courtly.autoscale import AutoscaleConfig, Autoscaler
 from courtly.clock import Clock, SystemClock
 from courtly.config import CrawlConfig, shorten
 from courtly.errors import FetchError, InvalidURL, StateError
+from courtly.events import EventBus, FetchDone, RobotsResult, Tick
 from courtly.fetch.config import FetchConfig
 from courtly.fetch.http_fetcher import HttpFetcher
 from courtly.fetch.ip_gate import IpGate
@@ -60,6 +61,8 @@ from courtly.frontier.records import (
     QueuedUrl,
 )
 from courtly.frontier.seen import BloomSeenSet
+from courtly.observe.observation import Observation
+from courtly.observe.status_file import StatusFile, TickToProgress, last_run_record
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
 from courtly.parse.links import extract_links
 from courtly.parse.sitemaps import parse_sitemap
@@ -74,7 +77,7 @@ from courtly.robots import (
 )
 from courtly.robots.persist import outcome_from_bytes, outcome_to_bytes
 from courtly.stop import ending
-from courtly.store.base import FrontierStore
+from courtly.store.base import FrontierStore, QueuedCounts
 from courtly.store.memory import MemoryStore
 from courtly.store.redis.address import is_redis_url
 from courtly.url import (
@@ -175,6 +178,11 @@ class CrawlSnapshot:
     """Hosts retired in this run, by reason (blocked, dead, failing, budget)."""
     fetchers: int = 0
     """Fetchers allowed in flight now (autoscaled, or pinned by ``concurrency``)."""
+    observed: dict[str, Any] = field(default_factory=dict)
+    """The observation at the last tick (:mod:`courtly.observe.observation`): verdict,
+    hosts by delay source, counters, histograms, top hosts. Empty before the first tick."""
+    resumed: bool = False
+    """This run resumed a crawl its state directory already held."""
 
 
 class ProgressSink(Protocol):
@@ -333,8 +341,11 @@ class Crawler:
         stop_grace_s: float | None = None,
         page_budget: PageBudget | None = None,
         machine_gate: MachineIpGate | None = None,
+        events: EventBus | None = None,
     ) -> None:
         self.config = config
+        self.events = events if events is not None else EventBus()
+        """What happens in the crawl is published here (see :mod:`courtly.events`)."""
         if page_budget is None and config.max_pages is not None:
             page_budget = LocalPageBudget(config.max_pages)
         self._claims = FetchClaims(page_budget)
@@ -346,8 +357,24 @@ class Crawler:
             fconfig = dataclasses.replace(fconfig, politeness=politeness)
         self._store = store if store is not None else open_store(config, fconfig.queues)
         self.frontier = Frontier(
-            self._store, fconfig, clock=self._clock, host_key=_host_key_function(config.host_key)
+            self._store,
+            fconfig,
+            clock=self._clock,
+            host_key=_host_key_function(config.host_key),
+            events=self.events,
         )
+        store_ = self._store
+        self.observation = Observation(
+            store_.queued_of if isinstance(store_, QueuedCounts) else None
+        )
+        self.events.subscribe(self.observation)
+        self.events.subscribe(
+            StatusFile(config.state_dir / STATUS_FILE, config.identity(), self._clock.now)
+        )
+        if progress is not None:
+            self.events.subscribe(TickToProgress(progress))
+        self._observed: dict[str, Any] = {}
+        self.resumed = False
         self._fetcher_given = fetcher
         self._fetcher: Fetcher | None = fetcher
         self._robots_fetcher: Fetcher | None = fetcher  # robots.txt: a shorter timeout
@@ -468,8 +495,7 @@ class Crawler:
                     self._ended = True
                     for task in helpers:
                         task.cancel()
-            snapshot = await self.snapshot()
-            await self._save_stats(snapshot)
+            snapshot = await self._tick()
             return snapshot
         finally:
             if http is not None:
@@ -492,6 +518,7 @@ class Crawler:
 
     async def _start(self) -> None:
         previous = await self._store.get_blob("crawl", "config")
+        self.resumed = previous is not None
         identity = self.config.identity()
         stored_seeds: list[str] = []
         if previous is not None:
@@ -545,43 +572,24 @@ class Crawler:
     async def _reporter(self) -> None:
         while True:
             await asyncio.sleep(self.config.progress_interval_s)
-            snapshot = await self.snapshot()
-            if self._progress is not None:
-                self._progress.update(snapshot)
-            await self._save_stats(snapshot)
+            await self._tick()
             await self._store.flush()
+
+    async def _tick(self) -> CrawlSnapshot:
+        """Observe, snapshot, publish :class:`~courtly.events.Tick` (progress and
+        ``status.json`` subscribe to it) and store the run's figures."""
+        counts = await self.frontier.counts()
+        self._observed = self.observation.summary(self._clock.now(), counts)
+        snapshot = self._make_snapshot(counts)
+        self.events.publish(Tick(snapshot))
+        await self._save_stats(snapshot)
+        return snapshot
 
     async def _save_stats(self, snapshot: CrawlSnapshot) -> None:
         self._final = snapshot if snapshot.finished else self._final
-        data = {
-            "updated_at": self._clock.now(),
-            "pages": snapshot.pages,
-            "robots_fetches": snapshot.robots_fetches,
-            "bytes_received": snapshot.bytes_received,
-            "errors": snapshot.errors,
-            "skipped": snapshot.skipped,
-            "finished": snapshot.finished,
-            "stop_reason": snapshot.stop_reason,
-            "stop_detail": snapshot.stop_detail,
-            "hosts_retired": snapshot.hosts_retired,
-            "fetchers": snapshot.fetchers,
-        }
+        data = last_run_record(snapshot, self._clock.now())
         with contextlib.suppress(Exception):
             await self._store.put_blob("crawl", "last_run", json.dumps(data).encode())
-        # The state file is locked while a crawl runs; `courtly status` reads this instead.
-        live = {
-            "running": not snapshot.finished,
-            "frontier": dataclasses.asdict(snapshot.counts),
-            "last_run": data,
-            "pages_per_s": snapshot.pages_per_s,
-            "in_flight": snapshot.in_flight,
-            "config": self.config.identity(),
-        }
-        path = self.config.state_dir / STATUS_FILE
-        with contextlib.suppress(OSError):
-            tmp = path.with_name(path.name + ".tmp")
-            tmp.write_text(json.dumps(live), encoding="utf-8")
-            tmp.replace(path)
 
     async def snapshot(self) -> CrawlSnapshot:
         """Counters and frontier sizes now."""
@@ -612,6 +620,8 @@ class Crawler:
             stop_detail=self._stop_detail,
             hosts_retired=dict(self.frontier.retired),
             fetchers=self._scaler.desired,
+            observed=self._observed,
+            resumed=self.resumed,
         )
 
     # -- workers --------------------------------------------------------------
@@ -771,6 +781,7 @@ class Crawler:
                 self._wake.set()
             await self._fetch_robots(lease, authority)
             return
+        self.events.publish(RobotsResult(lease.leased_at, lease.host_key, decision.kind, False))
         if decision.kind == "unreachable":
             # robots.txt unreachable: disallow all *for now*; keep the URLs, hold the host.
             now = self._clock.now()
@@ -795,6 +806,8 @@ class Crawler:
             self._archive(result)
         now = self._clock.now()
         decision = self._robots.store(authority, outcome, now)
+        answer = "blocked" if outcome.error_kind == "blocked" else decision.kind
+        self.events.publish(RobotsResult(now, lease.host_key, answer, True))
         saved = outcome_to_bytes(outcome, now)
         if saved is not None:
             await self._store.put_blob("robots", robots_url_for(lease.url), saved)
@@ -871,6 +884,9 @@ class Crawler:
                 self.recrawl.visited(lease.url, lease.depth, None, None)
             now = self._clock.now()
             self.stats.errors[error.kind] += 1
+            self.events.publish(
+                FetchDone(now, lease.host_key, None, error.kind, now - lease.leased_at, 0)
+            )
             kind = OutcomeKind.NETWORK_ERROR
             if error.kind in ("blocked", "too_long_url"):
                 kind = OutcomeKind.NO_REQUEST
@@ -888,8 +904,12 @@ class Crawler:
             )
             await self._complete(lease, outcome, (), (entry,))
             return
+        size = len(result.raw_body or result.body)
         self.stats.statuses[result.status] += 1
-        self.stats.bytes_received += len(result.raw_body or result.body)
+        self.stats.bytes_received += size
+        self.events.publish(
+            FetchDone(result.ended_at, lease.host_key, result.status, None, result.elapsed_s, size)
+        )
         visit = None
         if self.recrawl is not None:
             visit, position = self.recrawl.visited(lease.url, lease.depth, result, self._warc)

@@ -59,6 +59,7 @@ from courtly.crawl import Crawler, CrawlSnapshot, ProgressSink
 from courtly.errors import ConfigError, CourtlyError, StateError
 from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.frontier.records import FrontierCounts, QueuedUrl
+from courtly.observe.observation import merge_observed
 from courtly.page_budget import SharedPageBudget
 from courtly.stop import ending
 from courtly.store.base import FrontierStore
@@ -658,6 +659,7 @@ def merge_snapshots(snapshots: Sequence[CrawlSnapshot], state_dir: Path) -> Craw
     elapsed_s = max((s.elapsed_s for s in snapshots), default=1e-9)
     pages = sum(s.pages for s in snapshots)
     reasons = [s.stop_reason for s in snapshots if s.stop_reason is not None]
+    counts = merge_counts([s.counts for s in snapshots])
     return CrawlSnapshot(
         elapsed_s=elapsed_s,
         pages=pages,
@@ -666,7 +668,7 @@ def merge_snapshots(snapshots: Sequence[CrawlSnapshot], state_dir: Path) -> Craw
         bytes_received=sum(s.bytes_received for s in snapshots),
         redirects=sum(s.redirects for s in snapshots),
         in_flight=sum(s.in_flight for s in snapshots),
-        counts=merge_counts([s.counts for s in snapshots]),
+        counts=counts,
         errors=_sum_dicts(s.errors for s in snapshots),
         skipped=_sum_dicts(s.skipped for s in snapshots),
         statuses=_sum_dicts(s.statuses for s in snapshots),
@@ -677,6 +679,8 @@ def merge_snapshots(snapshots: Sequence[CrawlSnapshot], state_dir: Path) -> Craw
         stop_detail=next((s.stop_detail for s in snapshots if s.stop_detail), None),
         hosts_retired=_sum_dicts(s.hosts_retired for s in snapshots),
         fetchers=sum(s.fetchers for s in snapshots),
+        observed=merge_observed([s.observed for s in snapshots], counts),
+        resumed=any(s.resumed for s in snapshots),
     )
 
 

@@ -20,11 +20,35 @@ from rich.table import Table
 from courtly.crawl import CrawlSnapshot
 from courtly.exit_codes import stop_reason_words
 
-__all__ = ["LogProgress", "RichProgress", "format_summary", "progress_for"]
+__all__ = ["LogProgress", "RichProgress", "format_summary", "format_waiting", "progress_for"]
 
 
 def _counts_line(items: dict[str, int] | dict[int, int]) -> str:
     return ", ".join(f"{k}={v}" for k, v in sorted(items.items(), key=lambda kv: str(kv[0]))) or "-"
+
+
+_SOURCE_WORDS = {
+    "min_delay": "min delay",
+    "fetch_time": "k x fetch time",
+    "crawl_delay": "Crawl-delay",
+    "retry_after": "Retry-After",
+    "backoff": "back-off",
+    "parked": "parked",
+    "robots_unreachable": "robots.txt unreachable",
+}
+
+
+def format_waiting(snapshot: CrawlSnapshot, top: int = 3) -> str:
+    """The verdict and the top waiting reasons, e.g. ``politeness-bound: Crawl-delay 12,
+    min delay 3`` (``-`` before the first tick)."""
+    observed = snapshot.observed
+    if not observed:
+        return "-"
+    waiting = sorted(
+        ((n, s) for s, n in observed.get("waiting_by_source", {}).items() if n), reverse=True
+    )
+    reasons = ", ".join(f"{_SOURCE_WORDS.get(s, s)} {n}" for n, s in waiting[:top])
+    return f"{observed.get('verdict', '-')}: {reasons or 'no host waits'}"
 
 
 def format_line(snapshot: CrawlSnapshot) -> str:
@@ -35,7 +59,7 @@ def format_line(snapshot: CrawlSnapshot) -> str:
         f"robots={snapshot.robots_fetches} queued={c.queued} in_flight={snapshot.in_flight} "
         f"hosts ready={c.hosts_ready} snoozed={c.hosts_snoozed} inactive={c.hosts_inactive} "
         f"parked={c.hosts_parked} retired={c.hosts_retired} "
-        f"errors: {_counts_line(snapshot.errors)}"
+        f"errors: {_counts_line(snapshot.errors)} | {format_waiting(snapshot)}"
     )
 
 
@@ -138,6 +162,7 @@ class RichProgress:
             f"active {c.hosts_active}  ready {c.hosts_ready}  snoozed {c.hosts_snoozed}  "
             f"inactive {c.hosts_inactive}  parked {c.hosts_parked}  retired {c.hosts_retired}",
         )
+        table.add_row("why waiting", format_waiting(snapshot))
         table.add_row("statuses", _counts_line(snapshot.statuses))
         table.add_row("errors", _counts_line(snapshot.errors))
         table.add_row("skipped", _counts_line(snapshot.skipped))

@@ -19,7 +19,7 @@ from courtly.archive.catalogue import CatalogueEntry
 from courtly.errors import ConfigError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
-from courtly.frontier.records import AddStatus, HostState, Lease, QueuedUrl
+from courtly.frontier.records import AddStatus, DelaySource, HostState, Lease, QueuedUrl
 from courtly.store.base import FrontierStore
 from tests.stores import REDIS_STORE_FACTORIES, STORE_FACTORIES
 
@@ -370,6 +370,30 @@ async def test_host_state_is_fresh_then_stored(make: MakeStore) -> None:
     state = HostState("s.test", next_allowed_at=T0 + 3, last_fetch_s=0.5, crawl_delay_s=2.0)
     await store.complete(lease, state, (), T0, NO_BUDGET)
     assert await store.host_state("s.test") == state
+
+
+@pytest.mark.parametrize("source", list(DelaySource))
+async def test_every_host_state_field_round_trips(make: MakeStore, source: DelaySource) -> None:
+    """Every persisted field comes back (``unanswered`` is counted afresh by design)."""
+    store = make()
+    await store.add([url("r.test", "1"), url("r.test", "2")], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    state = HostState(
+        "r.test",
+        next_allowed_at=T0 + 7.5,
+        last_fetch_s=0.25,
+        latency_baseline_s=0.2,
+        backoff_s=4.0,
+        error_streak=2,
+        parks=1,
+        requests_made=3,
+        crawl_delay_s=1.5,
+        delay_source=source,
+        last_status=503,
+    )
+    await store.complete(lease, state, (), T0, NO_BUDGET)
+    assert await store.host_state("r.test") == state
+    assert (await lease_one(store, T0 + 8)).host == state
 
 
 async def test_counts(make: MakeStore) -> None:

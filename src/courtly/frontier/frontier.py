@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.clock import Clock
 from courtly.errors import InvalidURL
+from courtly.events import EventBus, HostLeased, HostStateChanged, LeaseExpired
 from courtly.frontier.budget import is_host_over_request_budget
 from courtly.frontier.config import FrontierConfig
 from courtly.frontier.politeness import apply_outcome
@@ -68,8 +69,11 @@ class Frontier:
         *,
         clock: Clock,
         host_key: Callable[[str], str] = host_of,
+        events: EventBus | None = None,
     ) -> None:
         self.store = store
+        self.events = events if events is not None else EventBus()
+        """Where leases, host state changes and expired leases are published."""
         self.config = config or FrontierConfig()
         self._clock = clock
         self._host_key = host_key
@@ -136,7 +140,12 @@ class Frontier:
         If fewer come back, ``next_ready_at`` says when the next host will be
         ready (``None``: none is waiting; only a completion can bring work).
         """
-        return await self.store.lease(self._clock.now(), self.config.lease_ttl_s, max_leases)
+        now = self._clock.now()
+        batch = await self.store.lease(now, self.config.lease_ttl_s, max_leases)
+        publish = self.events.publish
+        for lease in batch.leases:
+            publish(HostLeased(now, lease.host_key))
+        return batch
 
     def next_host_state(self, lease: Lease, outcome: Outcome) -> HostState:
         """The host's state after ``outcome`` (pure policy plus the request budget)."""
@@ -168,6 +177,9 @@ class Frontier:
         )
         if statuses is not None:
             self._count_retired(lease, state)
+            self.events.publish(HostStateChanged(self._clock.now(), state))
+        else:
+            self.events.publish(LeaseExpired(self._clock.now(), lease.host_key))
         return statuses
 
     async def release(self, lease: Lease, outcome: Outcome | None = None) -> bool:
@@ -179,8 +191,12 @@ class Frontier:
         """
         state = self.next_host_state(lease, outcome) if outcome is not None else None
         released = await self.store.release(lease, state, self._clock.now())
-        if released and state is not None:
-            self._count_retired(lease, state)
+        if released:
+            if state is not None:
+                self._count_retired(lease, state)
+            self.events.publish(HostStateChanged(self._clock.now(), state or lease.host))
+        else:
+            self.events.publish(LeaseExpired(self._clock.now(), lease.host_key))
         return released
 
     def retries(self, lease: Lease, outcome: Outcome) -> bool:

@@ -29,11 +29,12 @@ import math
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 
-from courtly.frontier.records import HostState, Outcome, OutcomeKind
+from courtly.frontier.records import DelaySource, HostState, Outcome, OutcomeKind
 
 __all__ = [
     "PolitenessConfig",
     "apply_outcome",
+    "delay_source",
     "is_parked",
     "parse_retry_after",
     "politeness_delay_s",
@@ -118,6 +119,32 @@ def politeness_delay_s(
     return backoff_s if backoff_s > base else base
 
 
+def delay_source(
+    last_fetch_s: float,
+    crawl_delay_s: float | None,
+    backoff_s: float,
+    cfg: PolitenessConfig,
+    *,
+    retry_after: bool = False,
+) -> DelaySource:
+    """Which term of :func:`politeness_delay_s` sets the gap (same arguments, same order).
+
+    Ties go to the term checked first: min delay, then k × fetch time, Crawl-delay,
+    back-off. ``retry_after`` says the back-off term is a server's ``Retry-After``.
+    """
+    base = cfg.delay_factor * last_fetch_s
+    source = DelaySource.FETCH_TIME
+    if base <= cfg.min_delay_s:
+        base, source = cfg.min_delay_s, DelaySource.MIN_DELAY
+    elif base > cfg.max_delay_s:
+        base = cfg.max_delay_s
+    if crawl_delay_s is not None and crawl_delay_s > base:
+        base, source = crawl_delay_s, DelaySource.CRAWL_DELAY
+    if backoff_s > base:
+        return DelaySource.RETRY_AFTER if retry_after else DelaySource.BACKOFF
+    return source
+
+
 def parse_retry_after(value: str | None, now_at: float) -> float | None:
     """A ``Retry-After`` header as seconds from ``now_at``; ``None`` if absent or garbage.
 
@@ -165,7 +192,7 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
         until = outcome.ended_at + max(0.0, outcome.retry_after_s or 0.0)
         if until <= state.next_allowed_at:
             return state
-        return replace(state, next_allowed_at=until)
+        return replace(state, next_allowed_at=until, delay_source=DelaySource.ROBOTS_UNREACHABLE)
     elapsed = outcome.elapsed_s
     crawl_delay = (
         outcome.crawl_delay_s if outcome.crawl_delay_s is not None else state.crawl_delay_s
@@ -180,6 +207,7 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
     if unanswered >= cfg.dead_after_failures and retired is None:
         retired = "dead"
     park_until = 0.0
+    from_retry_after = False
 
     if kind is OutcomeKind.SUCCESS:
         slow = (
@@ -199,6 +227,7 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
         if kind is OutcomeKind.THROTTLED and outcome.retry_after_s is not None:
             wanted = min(outcome.retry_after_s, cfg.max_retry_after_s)
             backoff = max(wanted, cfg.min_delay_s)
+            from_retry_after = True
         else:
             backoff = min(cfg.error_backoff_s * 2 ** min(streak - 1, 30), cfg.max_backoff_s)
         if streak >= cfg.park_after_errors:
@@ -210,10 +239,11 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
 
     gap = politeness_delay_s(elapsed, crawl_delay, backoff, cfg)
     next_at = outcome.ended_at + gap
+    source = delay_source(elapsed, crawl_delay, backoff, cfg, retry_after=from_retry_after)
     if park_until > next_at:
-        next_at = park_until
+        next_at, source = park_until, DelaySource.PARKED
     if next_at < state.next_allowed_at:
-        next_at = state.next_allowed_at
+        next_at, source = state.next_allowed_at, state.delay_source
     return HostState(
         host_key=state.host_key,
         next_allowed_at=next_at,
@@ -226,4 +256,6 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
         crawl_delay_s=crawl_delay,
         retired=retired,
         unanswered=unanswered,
+        delay_source=source,
+        last_status=outcome.status,
     )

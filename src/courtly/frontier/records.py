@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "AddStatus",
+    "DelaySource",
     "FrontierCounts",
     "HostState",
     "Lease",
@@ -51,6 +52,30 @@ class AddStatus(enum.IntEnum):
     """Not a crawlable URL."""
 
 
+class DelaySource(enum.StrEnum):
+    """Which term set a host's ``next_allowed_at`` (see
+    :func:`~courtly.frontier.politeness.apply_outcome`).
+
+    The value is the name shown on the dashboard, in ``/api/hosts`` and as the
+    ``delay_source`` label of ``courtly_host_delay_seconds``.
+    """
+
+    MIN_DELAY = "min_delay"
+    """The floor, ``min_delay_s``."""
+    FETCH_TIME = "fetch_time"
+    """``delay_factor`` × the last fetch's duration (capped by ``max_delay_s``)."""
+    CRAWL_DELAY = "crawl_delay"
+    """The host's robots.txt Crawl-delay."""
+    RETRY_AFTER = "retry_after"
+    """The server's ``Retry-After`` on a 429/503."""
+    BACKOFF = "backoff"
+    """Back-off from an error streak, a 429/503 without Retry-After, or slow responses."""
+    PARKED = "parked"
+    """A parking interval after ``park_after_errors`` failures in a row."""
+    ROBOTS_UNREACHABLE = "robots_unreachable"
+    """robots.txt could not be fetched: the host waits for the next robots.txt retry."""
+
+
 @dataclass(frozen=True, slots=True)
 class HostState:
     """Politeness state of one host key.
@@ -79,6 +104,8 @@ class HostState:
     crawl_delay_s: float | None = None
     retired: str | None = None
     unanswered: int = 0
+    delay_source: DelaySource = DelaySource.MIN_DELAY
+    last_status: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

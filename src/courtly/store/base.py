@@ -50,14 +50,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:  # records only: importing them at run time would be circular
     from courtly.archive.catalogue import CatalogueEntry
     from courtly.frontier.budget import BudgetConfig
     from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
-__all__ = ["FrontierStore", "LeaseBatch"]
+__all__ = ["FrontierStore", "LeaseBatch", "QueuedCounts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,3 +181,12 @@ class FrontierStore(Protocol):
     async def aclose(self) -> None:
         """Release resources; a persistent store flushes everything first."""
         ...
+
+
+@runtime_checkable
+class QueuedCounts(Protocol):
+    """A store that can say, without I/O, how many URLs a host has queued (the memory
+    and SQLite stores, from the rows they hold in memory). Optional: the dashboard's
+    ``queued`` column reads it when the store has it, and shows nothing otherwise."""
+
+    def queued_of(self, host_key: str) -> int | None: ...

@@ -186,6 +186,12 @@ class MemoryStore:
     async def put_blob(self, namespace: str, key: str, value: bytes) -> None:
         self._blobs[(namespace, key)] = bytes(value)
 
+    def queued_of(self, host_key: str) -> int | None:
+        """URLs queued for a host, from the rows in memory (no I/O; ``None`` if not cached).
+        For the dashboard's top-N table: see :class:`courtly.store.base.QueuedCounts`."""
+        row = self._rows.hosts.get(host_key)
+        return None if row is None else row.queued
+
     async def host_state(self, host_key: str) -> HostState:
         row = self._rows.hosts.get(host_key)
         return HostState(host_key) if row is None else row.state

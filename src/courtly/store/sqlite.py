@@ -66,7 +66,14 @@ from courtly.errors import StateError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.front import LevelSelector
-from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
+from courtly.frontier.records import (
+    AddStatus,
+    DelaySource,
+    FrontierCounts,
+    HostState,
+    Lease,
+    QueuedUrl,
+)
 from courtly.frontier.seen import BloomSeenSet
 from courtly.store.base import LeaseBatch
 from courtly.store.scheduler import HostRow, Scheduler
@@ -104,12 +111,13 @@ _CATALOGUE_SELECT: Final = (
 _FRONT_INSERT: Final = "INSERT INTO front (level, id, host_key, depth, url) VALUES (?, ?, ?, ?, ?)"
 _HOST_UPSERT: Final = (
     "INSERT OR REPLACE INTO hosts (host_key, next_allowed_at, last_fetch_s, latency_baseline_s, "
-    "backoff_s, error_streak, parks, requests_made, crawl_delay_s, retired, queued) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "backoff_s, error_streak, parks, requests_made, crawl_delay_s, retired, queued, "
+    "delay_source, last_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _HOST_SELECT: Final = (
     "SELECT next_allowed_at, last_fetch_s, latency_baseline_s, backoff_s, error_streak, parks, "
-    "requests_made, crawl_delay_s, retired, queued FROM hosts WHERE host_key = ?"
+    "requests_made, crawl_delay_s, retired, queued, delay_source, last_status "
+    "FROM hosts WHERE host_key = ?"
 )
 
 
@@ -308,7 +316,22 @@ class _SqliteRows:
         if found is None:
             row = HostRow(HostState(host_key))
         else:
-            row = HostRow(HostState(host_key, *found[:9]), found[9])
+            source = DelaySource(found[10]) if found[10] else DelaySource.MIN_DELAY
+            state = HostState(
+                host_key,
+                next_allowed_at=found[0],
+                last_fetch_s=found[1],
+                latency_baseline_s=found[2],
+                backoff_s=found[3],
+                error_streak=found[4],
+                parks=found[5],
+                requests_made=found[6],
+                crawl_delay_s=found[7],
+                retired=found[8],
+                delay_source=source,
+                last_status=found[11],
+            )
+            row = HostRow(state, found[9])
         self.hosts[host_key] = row
         return row
 
@@ -377,6 +400,8 @@ class _SqliteRows:
                     s.crawl_delay_s,
                     s.retired,
                     row.queued,
+                    s.delay_source.value,
+                    s.last_status,
                 )
             )
         self._db.executemany(_HOST_UPSERT, rows)
@@ -534,6 +559,12 @@ class SqliteStore:
                 "INSERT OR REPLACE INTO blobs (namespace, key, value) VALUES (?, ?, ?)",
                 (namespace, key, bytes(value)),
             )
+
+    def queued_of(self, host_key: str) -> int | None:
+        """URLs queued for a host, from the rows in memory (no I/O; ``None`` if not cached).
+        For the dashboard's top-N table: see :class:`courtly.store.base.QueuedCounts`."""
+        row = self._rows.hosts.get(host_key)
+        return None if row is None else row.queued
 
     async def host_state(self, host_key: str) -> HostState:
         with self._step(None):

@@ -16,7 +16,7 @@ renamed into place once stamped, so a state file that exists always holds a
 complete schema: an existing file is never re-created, whatever is in it.
 
 Tables (version 1; version 2 adds ``catalogue.fail_reason``, version 3
-``back.attempts``):
+``back.attempts``, version 4 ``hosts.delay_source`` and ``hosts.last_status``):
 
 ``meta``       key/value: counters, the token ceiling, the Bloom checkpoint;
 ``front``      front queues, ``(level, id)`` ordered: FIFO per level;
@@ -49,7 +49,7 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -66,7 +66,13 @@ def _v2_to_v3(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE back ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0")
 
 
-MIGRATIONS: Final[Mapping[int, Migration]] = {1: _v1_to_v2, 2: _v2_to_v3}
+def _v3_to_v4(conn: sqlite3.Connection) -> None:
+    """Version 4: each host says which term set its next allowed time, and its last status."""
+    conn.execute("ALTER TABLE hosts ADD COLUMN delay_source TEXT")
+    conn.execute("ALTER TABLE hosts ADD COLUMN last_status INTEGER")
+
+
+MIGRATIONS: Final[Mapping[int, Migration]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 """``from_version -> migration`` to ``from_version + 1``."""
 
 _WHAT_TO_DO: Final = (

@@ -13,7 +13,7 @@ from courtly.archive.catalogue import CatalogueEntry
 from courtly.errors import StateError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
-from courtly.frontier.records import AddStatus, QueuedUrl
+from courtly.frontier.records import AddStatus, DelaySource, QueuedUrl
 from courtly.store.sqlite import SqliteStore
 
 T0 = 1_000.0
@@ -231,4 +231,25 @@ async def test_a_urls_failed_attempts_survive_a_reopen(tmp_path: Path) -> None:
     store = open_store(path)
     again = (await store.lease(T0, TTL_S, 1)).leases[0]
     assert (again.url, again.attempts) == ("http://a.test/p0", 2)
+    await store.aclose()
+
+
+async def test_delay_source_and_last_status_survive_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path)
+    await store.add([url("cd.test", "1"), url("cd.test", "2")], T0, NO_BUDGET)
+    lease = (await store.lease(T0, TTL_S, 1)).leases[0]
+    state = replace(
+        lease.host,
+        next_allowed_at=T0 + 9.0,
+        crawl_delay_s=9.0,
+        delay_source=DelaySource.CRAWL_DELAY,
+        last_status=200,
+        requests_made=1,
+    )
+    await store.complete(lease, state, (), T0, NO_BUDGET)
+    await store.aclose()
+
+    store = open_store(path)
+    assert await store.host_state("cd.test") == state
     await store.aclose()

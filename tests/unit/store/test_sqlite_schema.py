@@ -13,7 +13,7 @@ from courtly.archive.catalogue import CatalogueEntry
 from courtly.errors import StateError, StateLocked
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
-from courtly.frontier.records import QueuedUrl
+from courtly.frontier.records import DelaySource, HostState, QueuedUrl
 from courtly.store.sqlite import SqliteStore
 from courtly.store.sqlite_schema import (
     APPLICATION_ID,
@@ -160,8 +160,20 @@ async def test_a_version_1_file_gains_the_fail_reason_column(tmp_path: Path) -> 
     await store.aclose()
     assert [e.fail_reason for e in entries] == [None, "http_503"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 4
     conn.close()
+
+
+async def test_a_version_2_host_row_reads_with_the_default_delay_source(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    conn = open_database(path, version=2)
+    conn.execute("INSERT INTO hosts VALUES ('h.test', 5.0, 0.1, 0.1, 0.0, 0, 0, 1, 2.0, NULL, 0)")
+    conn.close()
+    store = SqliteStore(path, QueueConfig())
+    state = await store.host_state("h.test")
+    await store.aclose()
+    assert state == HostState("h.test", 5.0, 0.1, 0.1, 0.0, 0, 0, 1, 2.0)
+    assert (state.delay_source, state.last_status) == (DelaySource.MIN_DELAY, None)
 
 
 @pytest.mark.parametrize(

@@ -14,7 +14,7 @@ from typing import Final
 from xxhash import xxh3_64_intdigest
 
 from courtly.archive.catalogue import CatalogueEntry
-from courtly.frontier.records import HostState
+from courtly.frontier.records import DelaySource, HostState
 
 __all__ = [
     "bloom_hashes",
@@ -38,6 +38,8 @@ _STATE_FIELDS: Final = (
     "requests_made",
     "crawl_delay_s",
     "retired",
+    "delay_source",
+    "last_status",
 )
 _CATALOGUE_DEFAULTS: Final = {
     spec.name: spec.default for spec in fields(CatalogueEntry) if spec.name not in ("url",)
@@ -100,7 +102,11 @@ def decode_state(host_key: str, next_allowed_at: float, payload: str) -> HostSta
     if not payload:
         return HostState(host_key, next_allowed_at)
     values = json.loads(payload)
-    return HostState(host_key, next_allowed_at, **dict(zip(_STATE_FIELDS, values, strict=True)))
+    # a payload written before delay_source/last_status has fewer fields: they default
+    state = dict(zip(_STATE_FIELDS, values, strict=False))
+    if "delay_source" in state:
+        state["delay_source"] = DelaySource(state["delay_source"])
+    return HostState(host_key, next_allowed_at, **state)
 
 
 def encode_catalogue(entry: CatalogueEntry) -> tuple[str, str]:

@@ -1,0 +1,86 @@
+"""``status.json`` in the state directory, and the progress sink, as tick subscribers.
+
+The state file is locked while a crawl runs; ``courtly status`` and
+``courtly dashboard --state DIR`` read ``status.json`` instead. It is replaced whole
+(write to ``status.json.tmp``, rename) at every tick, so a reader never sees half of it.
+Keys: ``running``, ``frontier``, ``last_run``, ``pages_per_s``, ``in_flight``, ``config``
+(as before) and ``snapshot``, the dashboard's schema (:mod:`courtly.observe.snapshot`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from courtly.events import Event, Tick
+from courtly.observe.snapshot import snapshot_json
+
+if TYPE_CHECKING:
+    from courtly.crawl import CrawlSnapshot, ProgressSink
+
+__all__ = ["StatusFile", "TickToProgress", "last_run_record", "status_record"]
+
+
+def last_run_record(snapshot: CrawlSnapshot, now: float) -> dict[str, Any]:
+    """The run's figures as stored (``last_run`` blob) and shown by ``courtly status``."""
+    return {
+        "updated_at": now,
+        "pages": snapshot.pages,
+        "robots_fetches": snapshot.robots_fetches,
+        "bytes_received": snapshot.bytes_received,
+        "errors": snapshot.errors,
+        "skipped": snapshot.skipped,
+        "finished": snapshot.finished,
+        "stop_reason": snapshot.stop_reason,
+        "stop_detail": snapshot.stop_detail,
+        "hosts_retired": snapshot.hosts_retired,
+        "fetchers": snapshot.fetchers,
+    }
+
+
+def status_record(snapshot: CrawlSnapshot, identity: dict[str, Any], now: float) -> dict[str, Any]:
+    """The whole ``status.json`` object."""
+    return {
+        "running": not snapshot.finished,
+        "frontier": dataclasses.asdict(snapshot.counts),
+        "last_run": last_run_record(snapshot, now),
+        "pages_per_s": snapshot.pages_per_s,
+        "in_flight": snapshot.in_flight,
+        "config": identity,
+        "snapshot": snapshot_json(snapshot, now),
+    }
+
+
+class StatusFile:
+    """Writes ``status.json`` at every :class:`~courtly.events.Tick`."""
+
+    def __init__(self, path: Path, identity: dict[str, Any], now: Callable[[], float]) -> None:
+        self._path = path
+        self._identity = identity
+        self._now = now
+
+    def notify(self, event: Event) -> None:
+        if isinstance(event, Tick):
+            self.write(event.snapshot)
+
+    def write(self, snapshot: CrawlSnapshot) -> None:
+        data = status_record(snapshot, self._identity, self._now())
+        with contextlib.suppress(OSError):
+            tmp = self._path.with_name(self._path.name + ".tmp")
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            tmp.replace(self._path)
+
+
+class TickToProgress:
+    """Hands each running tick to a progress sink (``close`` stays the crawl's call)."""
+
+    def __init__(self, progress: ProgressSink) -> None:
+        self._progress = progress
+
+    def notify(self, event: Event) -> None:
+        if isinstance(event, Tick) and not event.snapshot.finished:
+            self._progress.update(event.snapshot)
