@@ -295,6 +295,7 @@ def frontier_config(config: CrawlConfig) -> FrontierConfig:
             max_requests_per_host=config.max_requests_per_host,
         ),
         lease_ttl_s=config.lease_ttl_s,
+        params=config.param_policy(),
     )
 
 
@@ -350,7 +351,8 @@ class Crawler:
         # a shared store's robots.txt cache is filled by every process: look again on a miss
         self._robots_shared = _is_shared(self._store)
         self._traps = TrapConfig()
-        self._join_cache = JoinCache()  # sibling pages repeat their hrefs
+        self._params = fconfig.params  # tracking parameters dropped from every URL
+        self._join_cache = JoinCache(params=self._params)  # sibling pages repeat their hrefs
         self._scope: Scope | None = None
         self._sitemaps: set[str] = set()
         self._warc: WarcWriter | None = None
@@ -764,7 +766,7 @@ class Crawler:
             if len(self._sitemaps) >= _MAX_SITEMAPS:
                 break
             try:
-                url = canonicalize(raw)
+                url = canonicalize(raw, params=self._params)
             except InvalidURL:
                 continue
             if self._scope.check(url, 0) is not None or url in self._sitemaps:
@@ -883,7 +885,7 @@ class Crawler:
     def _links_of(self, lease: Lease, result: FetchResult) -> _PageFacts:
         """What a response says: its links (to queue or skipped, with why), redirect, title."""
         depth = lease.depth + 1
-        joiner = UrlJoiner(lease.url, canonical=True, cache=self._join_cache)
+        joiner = UrlJoiner(lease.url, canonical=True, cache=self._join_cache, params=self._params)
         urls: list[str] = []
         redirect_to: str | None = None
         title: str | None = None

@@ -82,7 +82,7 @@ class Frontier:
 
         Raises :class:`~courtly.errors.InvalidURL` for an uncrawlable URL.
         """
-        url = candidate.url if canonical else canonicalize(candidate.url)
+        url = candidate.url if canonical else canonicalize(candidate.url, params=self.config.params)
         level = prioritise(
             PrioritySignals(
                 candidate.depth,
