@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from courtly.cli import run_async
 from courtly.clock import SystemClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot
 from courtly.fetch.memory import MemoryFetcher
-from courtly.cli import run_async
 
 pytestmark = pytest.mark.integration
 

@@ -126,7 +126,7 @@ def test_keep_and_drop_params_are_checked_and_adjust_the_policy(tmp_path: Path) 
     policy = config.param_policy()
     assert not policy.drops("utm_source") and policy.drops("utm_medium")
     assert policy.drops("ref_site") and not _config().param_policy().drops("ref_site")
-    with pytest.raises(ConfigError, match="^--drop-param: 'a=b' is not a query parameter name"):
+    with pytest.raises(ConfigError, match=r"^--drop-param: 'a=b' is not a query parameter name"):
         _config(drop_params=("a=b",))
     with pytest.raises(ConfigError, match=r"keep-param in .*crawl.toml must be a list"):
         _load(tmp_path, "keep-param = 3\n")
