@@ -59,6 +59,7 @@ from courtly.frontier.records import (
     QueuedUrl,
 )
 from courtly.frontier.seen import BloomSeenSet
+from courtly.frontier.traps import WalkGuard
 from courtly.parse.links import extract_links
 from courtly.parse.sitemaps import parse_sitemap
 from courtly.robots import (
@@ -351,6 +352,7 @@ class Crawler:
         # a shared store's robots.txt cache is filled by every process: look again on a miss
         self._robots_shared = _is_shared(self._store)
         self._traps = TrapConfig()
+        self._walks = WalkGuard()  # link chains walking one URL template (calendars...)
         self._params = fconfig.params  # tracking parameters dropped from every URL
         self._join_cache = JoinCache(params=self._params)  # sibling pages repeat their hrefs
         self._scope: Scope | None = None
@@ -866,6 +868,8 @@ class Crawler:
         statuses = await self._complete(lease, outcome, discovered, (page_entry, *facts.skipped))
         if statuses is not None and discovered:
             self._count_drops(statuses)  # the store catalogued the newly queued ones
+        if facts.chains:
+            self._settle_walks(lease.url, facts.chains, discovered, statuses)
         if self._on_page is not None:
             page = Page(
                 lease.url,
@@ -929,11 +933,17 @@ class Crawler:
         queued: list[QueuedUrl] = []
         skipped: list[CatalogueEntry] = []
         seen_here: set[str] = set()
+        chains: dict[str, int] = {}
+        referrer_chain = self._walks.read(lease.url)
         for url in urls:
             if url in seen_here:
                 continue
             seen_here.add(url)
             reason = self._scope.check(url, depth) or trap_reason(url, self._traps)
+            if reason is None:
+                reason, chain = self._walks.check(lease.url, referrer_chain, url)
+                if reason is None and chain:
+                    chains[url] = chain
             if reason is not None:
                 self.stats.skipped[reason] += 1
                 skipped.append(
@@ -944,7 +954,9 @@ class Crawler:
                 queued.append(self.frontier.queued_url(Candidate(url, depth=depth), canonical=True))
             except InvalidURL:
                 self.stats.skipped["invalid"] += 1
-        return _PageFacts(tuple(seen_here), queued, skipped, redirect_to, title, noindex, canonical)
+        return _PageFacts(
+            tuple(seen_here), queued, skipped, redirect_to, title, noindex, canonical, chains
+        )
 
     async def _forward(self, entries: Sequence[QueuedUrl], referrer: str | None) -> list[QueuedUrl]:
         """Forward the entries other partitions own (durably); return the ones owned here."""
@@ -988,6 +1000,22 @@ class Crawler:
                 self.stats.skipped["budget"] += 1
             elif status is AddStatus.HOST_RETIRED:
                 self.stats.skipped["host_retired"] += 1
+
+    def _settle_walks(
+        self,
+        referrer: str,
+        chains: dict[str, int],
+        discovered: Sequence[QueuedUrl],
+        statuses: Sequence[AddStatus] | None,
+    ) -> None:
+        """Tell the walk guard which of the walk steps found on ``referrer`` were queued."""
+        queued = {
+            entry.url
+            for entry, status in zip(discovered, statuses or (), strict=False)
+            if status is AddStatus.QUEUED
+        }
+        for url, chain in chains.items():
+            self._walks.settle(referrer, url, chain, queued=url in queued)
 
     async def _complete(
         self,
@@ -1048,6 +1076,8 @@ class _PageFacts:
     title: str | None
     noindex: bool
     canonical: str | None
+    chains: dict[str, int]
+    """The walk chain of each admitted link that is a walk step (``courtly.frontier.traps``)."""
 
 
 class _PacedFetcher:
