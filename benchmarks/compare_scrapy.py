@@ -73,6 +73,7 @@ from courtly.sandbox import (
     audit,
     load_log,
 )
+from courtly.sandbox.order import in_degrees, order_score
 from courtly.sandbox.urls import host_url, split_url
 
 HERE = Path(__file__).resolve().parent
@@ -619,7 +620,17 @@ def summarise(
     limit = bound(scenario, truth, window_s, seeds)
     statuses = Counter(r.status for r in mine)
     pages_per_s = pages / window_s
+    expected = truth.expected_pages(TOKEN, scope=scenario.scope, seeds=seeds)
+    degrees = in_degrees(truth.world, expected)
+    port = truth.world.port
+    fetch_order = [
+        truth.world.canonical(host_url(r.host, port, r.path))
+        for r in sorted(mine, key=lambda r: r.start_at)
+        if not truth.is_robots_path(r.host, r.path)
+    ]
+    score = order_score(fetch_order, degrees)
     return {
+        "order_score": round(score, 4) if score is not None else None,
         "pages_per_s": round(pages_per_s, 1),
         "cpu_ms_per_page": round(1000 * cost.cpu_s / pages, 3) if pages else None,
         "cpu_s_per_1000_pages": round(1000 * cost.cpu_s / pages, 3) if pages else None,
