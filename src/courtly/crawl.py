@@ -49,6 +49,7 @@ from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
 from courtly.frontier.frontier import Candidate, Frontier
+from courtly.frontier.importance import Importance
 from courtly.frontier.politeness import PolitenessConfig, parse_retry_after, politeness_delay_s
 from courtly.frontier.records import (
     AddStatus,
@@ -353,6 +354,7 @@ class Crawler:
         self._robots_shared = _is_shared(self._store)
         self._traps = TrapConfig()
         self._walks = WalkGuard()  # link chains walking one URL template (calendars...)
+        self._importance = Importance()  # OPIC cash, in-links, host quality of new URLs
         self._params = fconfig.params  # tracking parameters dropped from every URL
         self._join_cache = JoinCache(params=self._params)  # sibling pages repeat their hrefs
         self._scope: Scope | None = None
@@ -502,6 +504,9 @@ class Crawler:
             max_depth=self.config.max_depth,
         )
         candidates = [Candidate(s, is_seed=True) for s in seeds]
+        for seed in seeds:
+            with contextlib.suppress(InvalidURL):
+                self._importance.seed(canonicalize(seed, params=self._params))
         if self._partition is None:
             statuses = await self.frontier.add_many(candidates)
             invalid = [s for s, st in zip(seeds, statuses, strict=True) if st is AddStatus.INVALID]
@@ -934,6 +939,7 @@ class Crawler:
         skipped: list[CatalogueEntry] = []
         seen_here: set[str] = set()
         chains: dict[str, int] = {}
+        admitted: list[str] = []
         referrer_chain = self._walks.read(lease.url)
         for url in urls:
             if url in seen_here:
@@ -950,13 +956,35 @@ class Crawler:
                     CatalogueEntry(url, depth=depth, referrer=lease.url, skip_reason=reason)
                 )
                 continue
+            admitted.append(url)
+        for candidate in self._rank(lease.url, admitted, depth):
             try:
-                queued.append(self.frontier.queued_url(Candidate(url, depth=depth), canonical=True))
+                queued.append(self.frontier.queued_url(candidate, canonical=True))
             except InvalidURL:
                 self.stats.skipped["invalid"] += 1
         return _PageFacts(
             tuple(seen_here), queued, skipped, redirect_to, title, noindex, canonical, chains
         )
+
+    def _rank(self, page: str, urls: Sequence[str], depth: int) -> list[Candidate]:
+        """Candidates for the links ``urls`` of ``page``, with the importance learnt so far
+        (``courtly.frontier.importance``: the page's cash is spent on them first)."""
+        importance = self._importance
+        hosts = [host_of(url) for url in urls]
+        importance.read(page, host_of(page), list(zip(urls, hosts, strict=True)))
+        candidates: list[Candidate] = []
+        for url, host in zip(urls, hosts, strict=True):
+            signals = importance.signals(url, host)
+            candidates.append(
+                Candidate(
+                    url,
+                    depth=depth,
+                    inlinks=signals.inlinks,
+                    host_quality=signals.host_quality,
+                    cash_ratio=signals.cash_ratio,
+                )
+            )
+        return candidates
 
     async def _forward(self, entries: Sequence[QueuedUrl], referrer: str | None) -> list[QueuedUrl]:
         """Forward the entries other partitions own (durably); return the ones owned here."""

@@ -44,6 +44,8 @@ class Candidate:
     inlinks: int = 0
     host_quality: float = 0.0
     is_recrawl: bool = False
+    cash_ratio: float = 1.0
+    """OPIC cash over the mean of admitted URLs (``courtly.frontier.importance``)."""
 
 
 class Frontier:
@@ -90,6 +92,7 @@ class Frontier:
                 candidate.inlinks,
                 candidate.host_quality,
                 candidate.is_recrawl,
+                candidate.cash_ratio,
             ),
             self.config.queues.levels,
         )
