@@ -969,19 +969,16 @@ class Crawler:
     def _rank(self, page: str, urls: Sequence[str], depth: int) -> list[Candidate]:
         """Candidates for the links ``urls`` of ``page``, with the importance learnt so far
         (``courtly.frontier.importance``: the page's cash is spent on them first)."""
-        importance = self._importance
-        hosts = [host_of(url) for url in urls]
-        importance.read(page, host_of(page), list(zip(urls, hosts, strict=True)))
+        signals = self._importance.rank(page, urls)
         candidates: list[Candidate] = []
-        for url, host in zip(urls, hosts, strict=True):
-            signals = importance.signals(url, host)
+        for url, known in zip(urls, signals, strict=True):
             candidates.append(
                 Candidate(
                     url,
                     depth=depth,
-                    inlinks=signals.inlinks,
-                    host_quality=signals.host_quality,
-                    cash_ratio=signals.cash_ratio,
+                    inlinks=known.inlinks,
+                    host_quality=known.host_quality,
+                    cash_ratio=known.cash_ratio,
                 )
             )
         return candidates

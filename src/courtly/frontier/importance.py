@@ -81,8 +81,15 @@ class Importance:
         """Give a seed its starting cash."""
         self._cash[url] = self._cash.get(url, 0.0) + self._config.seed_cash
 
+    def rank(self, page: str, links: Sequence[str]) -> list[ImportanceSignals]:
+        """:meth:`read` ``page``'s distinct canonical ``links``, then the signals of each
+        (hosts are the URLs' authorities)."""
+        hosts = [_authority(url) for url in links]
+        self.read(page, _authority(page), list(zip(links, hosts, strict=True)))
+        return [self.signals(url, host) for url, host in zip(links, hosts, strict=True)]
+
     def read(self, page: str, page_host: str, links: Sequence[tuple[str, str]]) -> None:
-        """Spend ``page``'s cash on its distinct ``links`` (``(url, host key)`` pairs)."""
+        """Spend ``page``'s cash on its distinct ``links`` (``(url, host)`` pairs)."""
         config = self._config
         cash = self._cash.pop(page, 0.0) + config.base_cash
         if not links:
@@ -107,3 +114,10 @@ class Importance:
         ratio = cash / mean if mean > 0 else 1.0
         quality = min(1.0, 0.5 * self._host_links.get(host, 0) / self._config.quality_links)
         return ImportanceSignals(self._inlinks.get(url, 0), ratio, quality)
+
+
+def _authority(url: str) -> str:
+    """The authority of a canonical URL (``host[:port]``)."""
+    start = url.find("://") + 3
+    end = url.find("/", start)
+    return url[start:end] if end >= 0 else url[start:]

@@ -10,7 +10,7 @@ replaced by ``{n}``: ``/calendar/2026/01/`` and ``/calendar/1999/12/`` share
 ``/calendar/{n}/{n}/``; ``/list?page=7`` is ``/list?page={n}``.
 
 **Walk step.** A link from page R to URL U on the same host is a *step* when U has R's
-template, or U's path extends R's directory by more segments (ever deeper; the root
+template, or U's path goes down into a directory below R's (ever deeper; the root
 directory excepted). Its *walk key* is the template, or ``deeper:/<first segment>/``.
 A URL's *chain* is the number of steps that led to it: its referrer's chain + 1 for a
 step, 0 otherwise (a seed, another host, another template).
@@ -82,19 +82,38 @@ def walk_key(referrer: str, url: str) -> str | None:
     is no walk step. A step keeps the origin and either keeps the template (the key is
     :func:`url_template`) or extends the referrer's path by segments (the key is
     ``"deeper:/<first segment>/"``)."""
-    origin, rest = _split(referrer)
-    target_origin, target_rest = _split(url)
-    if origin != target_origin or rest == target_rest:
+    return _Referrer(referrer).key(url)
+
+
+class _Referrer:
+    """A page's URL split once, for the walk keys of all its links."""
+
+    __slots__ = ("directory", "origin", "rest", "template")
+
+    def __init__(self, url: str) -> None:
+        self.origin, self.rest = _split(url)
+        self.template: str | None = None
+        path = self.rest.partition("?")[0]
+        self.directory = path[: path.rfind("/") + 1]
+
+    def key(self, url: str) -> str | None:
+        origin = self.origin
+        if not url.startswith(origin) or url[len(origin) : len(origin) + 1] != "/":
+            return None
+        rest = url[len(origin) :]
+        if rest == self.rest:
+            return None
+        if self.template is None:
+            self.template = _DIGITS.sub("{n}", self.rest)
+        template = _DIGITS.sub("{n}", rest)
+        if template == self.template:
+            return template
+        directory = self.directory
+        below = rest.partition("?")[0][len(directory) :]
+        if directory != "/" and rest.startswith(directory) and "/" in below:
+            # a new segment below the referrer's directory (not a sibling file)
+            return "deeper:" + directory[: directory.index("/", 1) + 1]
         return None
-    template = _DIGITS.sub("{n}", target_rest)
-    if _DIGITS.sub("{n}", rest) == template:
-        return template
-    path = rest.partition("?")[0]
-    target_path = target_rest.partition("?")[0]
-    path = path[: path.rfind("/") + 1]
-    if path != "/" and len(target_path) > len(path) and target_path.startswith(path):
-        return "deeper:" + path[: path.index("/", 1) + 1]
-    return None
 
 
 def is_walk_step(referrer: str, url: str) -> bool:
@@ -111,10 +130,11 @@ class WalkGuard:
     never exceeded, however many pages are in flight.
     """
 
-    __slots__ = ("_chains", "_config", "_walking")
+    __slots__ = ("_chains", "_config", "_last", "_walking")
 
     def __init__(self, config: WalkConfig | None = None) -> None:
         self._config = config or WalkConfig()
+        self._last: _Referrer | None = None
         self._chains: dict[str, int] = {}
         self._walking: Counter[tuple[str, str]] = Counter()
 
@@ -134,7 +154,7 @@ class WalkGuard:
         """``(skip reason or None, chain of url)`` for the link ``referrer`` -> ``url``;
         the reason is ``"template_chain"`` or ``"template_budget"``. An admitted walking
         URL holds a place in its budget until :meth:`settle`."""
-        key = walk_key(referrer, url)
+        key = self._referrer(referrer).key(url)
         if key is None:
             return None, 0
         chain = referrer_chain + 1
@@ -148,6 +168,13 @@ class WalkGuard:
             self._walking[budget] += 1
         return None, chain
 
+    def _referrer(self, url: str) -> _Referrer:
+        """The split of ``url``, kept for the next calls (one page's links in a row)."""
+        last = self._last
+        if last is None or last.origin + last.rest != url:
+            last = self._last = _Referrer(url)
+        return last
+
     def settle(self, referrer: str, url: str, chain: int, *, queued: bool) -> None:
         """After the store's answer for an admitted link: remember a queued URL's chain;
         give back the budget place of a walking URL that was not queued (seen, over budget)."""
@@ -156,6 +183,6 @@ class WalkGuard:
         if queued:
             self._chains[url] = chain
         elif chain > self._config.walk_from:
-            key = walk_key(referrer, url)
+            key = self._referrer(referrer).key(url)
             assert key is not None
             self._walking[(_split(url)[0], key)] -= 1

@@ -24,6 +24,9 @@ def test_walk_steps() -> None:
     assert not is_walk_step("http://a.test/p/1.html", "http://b.test/p/2.html")  # another host
     assert not is_walk_step("http://a.test/p/1.html", "http://a.test/p/1.html")
     assert not is_walk_step("http://a.test/p/1.html", "http://a.test/q/2.html")
+    assert not is_walk_step("http://a.test/d/a.html", "http://a.test/d/b.html")  # a sibling
+    assert walk_key("http://a.test/d/a.html", "http://a.test/d/e/b.html") == "deeper:/d/"
+    assert not is_walk_step("http://a.test:81/p/1.html", "http://a.test:8/p/2.html")
 
 
 def _walk(guard: WalkGuard, start: str, step: str, n: int) -> list[str]:
