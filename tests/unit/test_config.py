@@ -130,3 +130,18 @@ def test_keep_and_drop_params_are_checked_and_adjust_the_policy(tmp_path: Path) 
         _config(drop_params=("a=b",))
     with pytest.raises(ConfigError, match=r"keep-param in .*crawl.toml must be a list"):
         _load(tmp_path, "keep-param = 3\n")
+
+
+def test_an_unused_repeatable_flag_keeps_the_config_files_value(tmp_path: Path) -> None:
+    from courtly.cli import _build_config
+
+    path = tmp_path / "crawl.toml"
+    path.write_text('keep-param = ["gclid"]\n', encoding="utf-8")
+    flags: dict[str, Any] = {"state_dir": tmp_path, "user_agent": UA, "processes": 1}
+    unused = _build_config(("http://a.test/",), path, None, (), (), False, flags)
+    given = _build_config(
+        ("http://a.test/",), path, None, (), (), False, flags | {"keep_params": ("fbclid",)}
+    )
+    assert unused.keep_params == ("gclid",)
+    assert given.keep_params == ("fbclid",)  # a flag wins over the file
+    assert _build_config((), path, None, (), (), False, flags | {"keep_params": ()}).keep_params
