@@ -130,13 +130,17 @@ class WalkGuard:
     never exceeded, however many pages are in flight.
     """
 
-    __slots__ = ("_chains", "_config", "_last", "_walking")
+    __slots__ = ("_chains", "_config", "_last", "_walkers", "_walking")
 
     def __init__(self, config: WalkConfig | None = None) -> None:
         self._config = config or WalkConfig()
         self._last: _Referrer | None = None
         self._chains: dict[str, int] = {}
         self._walking: Counter[tuple[str, str]] = Counter()
+        # The walking URLs admitted (at most max_walking per key per host): a link back to
+        # one of them is no refusal, so its fetched entry is not catalogued over with a
+        # skip reason (the store answers "seen").
+        self._walkers: set[str] = set()
 
     def __len__(self) -> int:
         """URLs whose chain is remembered (queued ones with a chain above 0)."""
@@ -159,6 +163,8 @@ class WalkGuard:
             return None, 0
         chain = referrer_chain + 1
         config = self._config
+        if chain > config.walk_from and url in self._walkers:
+            return None, 0  # admitted before (a calendar's "previous"): the store says seen
         if chain > config.max_chain:
             return "template_chain", chain
         if chain > config.walk_from:
@@ -182,6 +188,8 @@ class WalkGuard:
             return
         if queued:
             self._chains[url] = chain
+            if chain > self._config.walk_from:
+                self._walkers.add(url)
         elif chain > self._config.walk_from:
             key = self._referrer(referrer).key(url)
             assert key is not None

@@ -106,3 +106,14 @@ def test_a_calendar_costs_at_most_its_bounds_however_it_is_linked(
     assert all(c <= max_chain for c in chains)
     assert sum(1 for c in chains if c > walk_from) <= max_walking
     assert guard.walking("http://a.test", "/cal/{n}/") == sum(1 for c in chains if c > walk_from)
+
+
+def test_a_link_back_to_an_admitted_walking_url_is_not_refused() -> None:
+    """A calendar's last month links back to the one before: no skip entry for a page
+    that was fetched (it would replace its catalogue entry)."""
+    guard = WalkGuard(WalkConfig(max_chain=3, walk_from=1, max_walking=10))
+    got = _walk(guard, "http://a.test/cal/0/", "http://a.test/cal/", 50)
+    assert len(got) == 3
+    last, before = got[-1], got[-2]
+    assert guard.check(last, 3, "http://a.test/cal/9/")[0] == "template_chain"  # onward
+    assert guard.check(last, 3, before) == (None, 0)  # back: the store will say seen
