@@ -14,6 +14,10 @@ the same time budget with the same User-Agent, and then:
   processes fetching the web's known pages, no politeness, parsing or storage);
 * ``peak_rss_bytes``: the crawler's peak resident set, sampled every 0.1 s
   (``VmHWM`` of the crawler process plus the RSS of any children it has);
+* ``order_score``: the crawl-order score (:mod:`courtly.sandbox.order`): 1 when the
+  most linked pages were fetched first;
+* ``tracking_duplicates``: fetches of a URL differing only by tracking parameters from
+  one fetched before (``tracking_duplicate_share``: over the pages fetched);
 * ``coverage``: share of the pages a correct polite crawler can reach
   (:meth:`courtly.sandbox.SandboxTruth.expected_pages`) that were fetched with 200;
 * ``violations``: every politeness violation the sandbox's request log shows
@@ -53,6 +57,7 @@ import math
 import os
 import platform
 import random
+import re
 import shutil
 import signal
 import socket
@@ -79,6 +84,7 @@ from courtly.sandbox import (
     lateness_summary,
     load_log,
 )
+from courtly.sandbox.order import in_degrees, order_score
 from courtly.sandbox.urls import host_url, split_url
 
 HERE = Path(__file__).resolve().parent
@@ -595,6 +601,29 @@ def measure(
     return summarise(scenario, web, records, cost, seconds, truth) | extra
 
 
+_TRACKING_PARAM = re.compile(r"(?:utm_[^=&]*|fbclid|gclid|mc_cid|mc_eid)(?:=|$)", re.IGNORECASE)
+
+
+def tracking_duplicates(fetched: Iterable[str]) -> int:
+    """Fetches of a URL that differs only by tracking parameters (the sandbox's
+    ``tracking_share`` links: ``utm_*``, ``fbclid``, ``gclid``, ``mc_cid``, ``mc_eid``)
+    from a URL fetched before it."""
+    exact: set[str] = set()
+    untagged: set[str] = set()
+    count = 0
+    for url in fetched:
+        if url in exact:
+            continue  # a plain repeat: the audit's "duplicate"
+        exact.add(url)
+        base, _, query = url.partition("?")
+        kept = [p for p in query.split("&") if p and not _TRACKING_PARAM.match(p)]
+        key = base + ("?" + "&".join(kept) if kept else "")
+        if key in untagged:
+            count += 1
+        untagged.add(key)
+    return count
+
+
 def summarise(
     scenario: Scenario,
     web: Sandbox,
@@ -626,7 +655,20 @@ def summarise(
     late = lateness(mine, truth=truth, min_delay_s=scenario.min_delay_s, delay_factor=DELAY_FACTOR)
     statuses = Counter(r.status for r in mine)
     pages_per_s = pages / window_s
+    expected = truth.expected_pages(TOKEN, scope=scenario.scope, seeds=seeds)
+    degrees = in_degrees(truth.world, expected)
+    port = truth.world.port
+    fetch_order = [
+        truth.world.canonical(host_url(r.host, port, r.path))
+        for r in sorted(mine, key=lambda r: r.start_at)
+        if not truth.is_robots_path(r.host, r.path)
+    ]
+    score = order_score(fetch_order, degrees)
+    tagged = tracking_duplicates(fetch_order)
     return {
+        "order_score": round(score, 4) if score is not None else None,
+        "tracking_duplicates": tagged,
+        "tracking_duplicate_share": round(tagged / pages, 4) if pages else None,
         "pages_per_s": round(pages_per_s, 1),
         "cpu_ms_per_page": round(1000 * cost.cpu_s / pages, 3) if pages else None,
         "cpu_s_per_1000_pages": round(1000 * cost.cpu_s / pages, 3) if pages else None,

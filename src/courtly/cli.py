@@ -236,6 +236,20 @@ def _setup_logging(verbose: int, quiet: bool, progress: LogProgress | RichProgre
 @click.option("--include", multiple=True, help="Regex a URL must match (repeatable).")
 @click.option("--exclude", multiple=True, help="Regex that excludes a URL (repeatable).")
 @click.option("--max-depth", type=int, help="Follow links at most N hops from a seed.")
+@click.option(
+    "--keep-param",
+    "keep_params",
+    multiple=True,
+    help="Keep this query parameter (or prefix NAME*) although it is a tracking one "
+    "(repeatable; see docs/urls.md).",
+)
+@click.option(
+    "--drop-param",
+    "drop_params",
+    multiple=True,
+    help="Drop this query parameter (or prefix NAME*) from every URL, as the tracking "
+    "ones are (repeatable).",
+)
 @click.option("--max-requests-per-host", type=int, help="Request budget of one host.")
 @click.option(
     "--max-attempts",
@@ -417,7 +431,7 @@ def _build_config(
     if no_sitemaps:
         values["follow_sitemaps"] = False
     for key, value in flags.items():
-        if value is not None and value != ():  # () is a repeatable flag not given
+        if value is not None and value != ():  # an unused repeatable flag keeps the file's
             values[key] = value
     if "state_dir" not in values:
         raise click.UsageError("--state DIR is required (or state in the config file)")

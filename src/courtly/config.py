@@ -22,6 +22,7 @@ from typing import Any, Final, Literal
 from courtly.errors import ConfigError, InvalidURL
 from courtly.store.redis.address import is_redis_url
 from courtly.url.canonical import canonicalize
+from courtly.url.params import DEFAULT_PARAMS, ParamPolicy, check_param_name
 
 __all__ = [
     "CrawlConfig",
@@ -134,6 +135,11 @@ class CrawlConfig:
     """Regexes; a URL matching any of them is skipped."""
     max_depth: int | None = None
     """Links this many hops from a seed are the last ones followed."""
+    keep_params: tuple[str, ...] = ()
+    """Query parameter names (``NAME`` or a prefix ``NAME*``) the canonical form keeps
+    although they are tracking parameters (``courtly.url.params``); wins over a drop."""
+    drop_params: tuple[str, ...] = ()
+    """More query parameter names (or prefixes ``NAME*``) the canonical form drops."""
     max_queued_per_host: int | None = 100_000
     max_requests_per_host: int | None = None
     max_attempts: int = 3
@@ -228,6 +234,11 @@ class CrawlConfig:
             except re.error as error:
                 raise ConfigError(f"bad regex {pattern!r}: {error}") from None
 
+    def param_policy(self) -> ParamPolicy:
+        """The tracking-parameter policy: the default list adjusted by ``keep_params`` and
+        ``drop_params``."""
+        return DEFAULT_PARAMS.adjusted(keep=self.keep_params, drop=self.drop_params)
+
     def effective_back_queues(self) -> int:
         """``back_queues``, or the default described on the field."""
         return self.back_queues if self.back_queues is not None else DEFAULT_BACK_QUEUES
@@ -261,7 +272,7 @@ class CrawlConfig:
 class _Rule:
     """What one setting accepts. ``low``/``high`` bound numbers (``above``: strictly)."""
 
-    kind: Literal["seconds", "number", "count", "bool", "text", "path", "list", "choice"]
+    kind: Literal["seconds", "number", "count", "bool", "text", "path", "list", "params", "choice"]
     low: float | None = None
     above: bool = False
     high: float | None = None
@@ -292,6 +303,8 @@ _RULES: Final[dict[str, _Rule]] = {
     "exclude": _Rule("list"),
     "news": _Rule("list"),
     "max_depth": _Rule("count", low=0, optional=True),
+    "keep_params": _Rule("params"),
+    "drop_params": _Rule("params"),
     "max_queued_per_host": _Rule("count", low=1, optional=True),
     "max_requests_per_host": _Rule("count", low=1, optional=True),
     "max_attempts": _Rule("count", low=1, high=100),
@@ -331,6 +344,8 @@ _FLAGS: Final = {
     "recrawl_min_interval_s": "--recrawl-min-interval",
     "recrawl_max_interval_s": "--recrawl-max-interval",
     "news_min_interval_s": "--news-min-interval",
+    "keep_params": "--keep-param",
+    "drop_params": "--drop-param",
 }
 
 
@@ -393,11 +408,16 @@ def check_setting(name: str, value: Any, label: str) -> Any:
         if isinstance(value, Path):
             return value
         raise ConfigError(f"{label} must be a path (a non-empty string), not {_shown(value)}")
-    if kind == "list":
+    if kind in ("list", "params"):
         if isinstance(value, str):
-            return (value,)
+            value = (value,)
         if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{label} must be a list of strings, not {_shown(value)}")
+        if kind == "params":
+            try:
+                return tuple(dict.fromkeys(check_param_name(v) for v in value))
+            except ValueError as error:
+                raise ConfigError(f"{label}: {error}") from None
         return tuple(value)
     if value not in rule.choices:
         raise ConfigError(f"{label} must be one of {', '.join(rule.choices)}, not {_shown(value)}")
@@ -442,6 +462,8 @@ _ALIASES = {
     "recrawl_min_interval": "recrawl_min_interval_s",
     "recrawl_max_interval": "recrawl_max_interval_s",
     "news_min_interval": "news_min_interval_s",
+    "keep_param": "keep_params",
+    "drop_param": "drop_params",
 }
 
 

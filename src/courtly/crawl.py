@@ -51,6 +51,7 @@ from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
 from courtly.frontier.frontier import Candidate, Frontier
+from courtly.frontier.importance import Importance
 from courtly.frontier.politeness import PolitenessConfig, parse_retry_after, politeness_delay_s
 from courtly.frontier.records import (
     AddStatus,
@@ -61,6 +62,7 @@ from courtly.frontier.records import (
     QueuedUrl,
 )
 from courtly.frontier.seen import BloomSeenSet
+from courtly.frontier.traps import WalkGuard
 from courtly.observe.observation import Observation
 from courtly.observe.status_file import StatusFile, TickToProgress, last_run_record
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
@@ -307,6 +309,7 @@ def frontier_config(config: CrawlConfig) -> FrontierConfig:
             max_requests_per_host=config.max_requests_per_host,
         ),
         lease_ttl_s=config.lease_ttl_s,
+        params=config.param_policy(),
     )
 
 
@@ -391,7 +394,10 @@ class Crawler:
         # a shared store's robots.txt cache is filled by every process: look again on a miss
         self._robots_shared = _is_shared(self._store)
         self._traps = TrapConfig()
-        self._join_cache = JoinCache()  # sibling pages repeat their hrefs
+        self._walks = WalkGuard()  # link chains walking one URL template (calendars...)
+        self._importance = Importance()  # OPIC cash, in-links, host quality of new URLs
+        self._params = fconfig.params  # tracking parameters dropped from every URL
+        self._join_cache = JoinCache(params=self._params)  # sibling pages repeat their hrefs
         self._scope: Scope | None = None
         self._sitemaps: set[str] = set()
         self._warc: WarcWriter | None = None
@@ -549,6 +555,9 @@ class Crawler:
             max_depth=self.config.max_depth,
         )
         candidates = [Candidate(s, is_seed=True) for s in seeds]
+        for seed in seeds:
+            with contextlib.suppress(InvalidURL):
+                self._importance.seed(canonicalize(seed, params=self._params))
         if self._partition is None:
             statuses = await self.frontier.add_many(candidates)
             invalid = [s for s, st in zip(seeds, statuses, strict=True) if st is AddStatus.INVALID]
@@ -858,7 +867,7 @@ class Crawler:
             if len(self._sitemaps) >= _MAX_SITEMAPS:
                 break
             try:
-                url = canonicalize(raw)
+                url = canonicalize(raw, params=self._params)
             except InvalidURL:
                 continue
             if self._scope.check(url, 0) is not None or url in self._sitemaps:
@@ -982,6 +991,8 @@ class Crawler:
         statuses = await self._complete(lease, outcome, discovered, (page_entry, *facts.skipped))
         if statuses is not None and discovered:
             self._count_drops(statuses)  # the store catalogued the newly queued ones
+        if facts.chains:
+            self._settle_walks(lease.url, facts.chains, discovered, statuses)
         if self._on_page is not None:
             page = Page(
                 lease.url,
@@ -1012,7 +1023,7 @@ class Crawler:
     def _links_of(self, lease: Lease, result: FetchResult) -> _PageFacts:
         """What a response says: its links (to queue or skipped, with why), redirect, title."""
         depth = lease.depth + 1
-        joiner = UrlJoiner(lease.url, canonical=True, cache=self._join_cache)
+        joiner = UrlJoiner(lease.url, canonical=True, cache=self._join_cache, params=self._params)
         urls: list[str] = []
         redirect_to: str | None = None
         title: str | None = None
@@ -1056,22 +1067,50 @@ class Crawler:
         queued: list[QueuedUrl] = []
         skipped: list[CatalogueEntry] = []
         seen_here: set[str] = set()
+        chains: dict[str, int] = {}
+        admitted: list[str] = []
+        referrer_chain = self._walks.read(lease.url)
         for url in urls:
             if url in seen_here:
                 continue
             seen_here.add(url)
             reason = self._scope.check(url, depth) or trap_reason(url, self._traps)
+            if reason is None:
+                reason, chain = self._walks.check(lease.url, referrer_chain, url)
+                if reason is None and chain:
+                    chains[url] = chain
             if reason is not None:
                 self.stats.skipped[reason] += 1
                 skipped.append(
                     CatalogueEntry(url, depth=depth, referrer=lease.url, skip_reason=reason)
                 )
                 continue
+            admitted.append(url)
+        for candidate in self._rank(lease.url, admitted, depth):
             try:
-                queued.append(self.frontier.queued_url(Candidate(url, depth=depth), canonical=True))
+                queued.append(self.frontier.queued_url(candidate, canonical=True))
             except InvalidURL:
                 self.stats.skipped["invalid"] += 1
-        return _PageFacts(tuple(seen_here), queued, skipped, redirect_to, title, noindex, canonical)
+        return _PageFacts(
+            tuple(seen_here), queued, skipped, redirect_to, title, noindex, canonical, chains
+        )
+
+    def _rank(self, page: str, urls: Sequence[str], depth: int) -> list[Candidate]:
+        """Candidates for the links ``urls`` of ``page``, with the importance learnt so far
+        (``courtly.frontier.importance``: the page's cash is spent on them first)."""
+        signals = self._importance.rank(page, urls)
+        candidates: list[Candidate] = []
+        for url, known in zip(urls, signals, strict=True):
+            candidates.append(
+                Candidate(
+                    url,
+                    depth=depth,
+                    inlinks=known.inlinks,
+                    host_quality=known.host_quality,
+                    cash_ratio=known.cash_ratio,
+                )
+            )
+        return candidates
 
     async def _forward(self, entries: Sequence[QueuedUrl], referrer: str | None) -> list[QueuedUrl]:
         """Forward the entries other partitions own (durably); return the ones owned here."""
@@ -1115,6 +1154,22 @@ class Crawler:
                 self.stats.skipped["budget"] += 1
             elif status is AddStatus.HOST_RETIRED:
                 self.stats.skipped["host_retired"] += 1
+
+    def _settle_walks(
+        self,
+        referrer: str,
+        chains: dict[str, int],
+        discovered: Sequence[QueuedUrl],
+        statuses: Sequence[AddStatus] | None,
+    ) -> None:
+        """Tell the walk guard which of the walk steps found on ``referrer`` were queued."""
+        queued = {
+            entry.url
+            for entry, status in zip(discovered, statuses or (), strict=False)
+            if status is AddStatus.QUEUED
+        }
+        for url, chain in chains.items():
+            self._walks.settle(referrer, url, chain, queued=url in queued)
 
     async def _complete(
         self,
@@ -1175,6 +1230,8 @@ class _PageFacts:
     title: str | None
     noindex: bool
     canonical: str | None
+    chains: dict[str, int]
+    """The walk chain of each admitted link that is a walk step (``courtly.frontier.traps``)."""
 
 
 class _PacedFetcher:

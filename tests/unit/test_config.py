@@ -117,3 +117,31 @@ def test_every_flag_spelling_is_a_toml_key(tmp_path: Path) -> None:
     config = _config(**values)
     assert (config.total_timeout_s, config.connect_timeout_s, config.max_body_bytes) == (5, 2, 1000)
     assert (config.progress_interval_s, config.stop_grace_s, config.max_time_s) == (1, 1, 9)
+
+
+def test_keep_and_drop_params_are_checked_and_adjust_the_policy(tmp_path: Path) -> None:
+    values = _load(tmp_path, 'keep-param = ["UTM_Source"]\ndrop_params = "ref_*"\n')
+    config = _config(**values)
+    assert (config.keep_params, config.drop_params) == (("utm_source",), ("ref_*",))
+    policy = config.param_policy()
+    assert not policy.drops("utm_source") and policy.drops("utm_medium")
+    assert policy.drops("ref_site") and not _config().param_policy().drops("ref_site")
+    with pytest.raises(ConfigError, match=r"^--drop-param: 'a=b' is not a query parameter name"):
+        _config(drop_params=("a=b",))
+    with pytest.raises(ConfigError, match=r"keep-param in .*crawl.toml must be a list"):
+        _load(tmp_path, "keep-param = 3\n")
+
+
+def test_an_unused_repeatable_flag_keeps_the_config_files_value(tmp_path: Path) -> None:
+    from courtly.cli import _build_config
+
+    path = tmp_path / "crawl.toml"
+    path.write_text('keep-param = ["gclid"]\n', encoding="utf-8")
+    flags: dict[str, Any] = {"state_dir": tmp_path, "user_agent": UA, "processes": 1}
+    unused = _build_config(("http://a.test/",), path, None, (), (), False, flags)
+    given = _build_config(
+        ("http://a.test/",), path, None, (), (), False, flags | {"keep_params": ("fbclid",)}
+    )
+    assert unused.keep_params == ("gclid",)
+    assert given.keep_params == ("fbclid",)  # a flag wins over the file
+    assert _build_config((), path, None, (), (), False, flags | {"keep_params": ()}).keep_params

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.front import default_level_weights
 from courtly.frontier.politeness import PolitenessConfig
+from courtly.url.params import DEFAULT_PARAMS, ParamPolicy
 
 __all__ = ["FrontierConfig", "QueueConfig", "default_inactive_after_s"]
 
@@ -76,6 +77,8 @@ class FrontierConfig:
     budget: BudgetConfig = field(default_factory=BudgetConfig)
     lease_ttl_s: float = 120.0
     """A lease not completed within this many seconds is void; keep it above the fetch timeout."""
+    params: ParamPolicy = DEFAULT_PARAMS
+    """Query parameters the canonical form drops (tracking tags; ``courtly.url.params``)."""
 
     def __post_init__(self) -> None:
         if self.lease_ttl_s <= 0:

@@ -46,6 +46,8 @@ class Candidate:
     inlinks: int = 0
     host_quality: float = 0.0
     is_recrawl: bool = False
+    cash_ratio: float = 1.0
+    """OPIC cash over the mean of admitted URLs (``courtly.frontier.importance``)."""
 
 
 class Frontier:
@@ -87,7 +89,7 @@ class Frontier:
 
         Raises :class:`~courtly.errors.InvalidURL` for an uncrawlable URL.
         """
-        url = candidate.url if canonical else canonicalize(candidate.url)
+        url = candidate.url if canonical else canonicalize(candidate.url, params=self.config.params)
         level = prioritise(
             PrioritySignals(
                 candidate.depth,
@@ -95,6 +97,7 @@ class Frontier:
                 candidate.inlinks,
                 candidate.host_quality,
                 candidate.is_recrawl,
+                candidate.cash_ratio,
             ),
             self.config.queues.levels,
         )

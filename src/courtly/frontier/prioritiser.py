@@ -8,6 +8,9 @@ A pure function of plain values. The default policy, for ``levels`` = L:
   breadth-first is the classic way to find good pages early);
 * every ``inlinks_step`` in-links seen so far lift a URL one level;
 * ``host_quality`` in [-1, 1] shifts it by up to one level either way;
+* ``cash_ratio`` (the URL's OPIC cash over the mean of the URLs admitted so far, see
+  :mod:`courtly.frontier.importance`) of 2 or more lifts it one level, 1/2 or less
+  drops it one;
 * the result is clamped to ``[0, L-1]``.
 """
 
@@ -27,6 +30,7 @@ class PrioritySignals:
     inlinks: int = 0
     host_quality: float = 0.0
     is_recrawl: bool = False
+    cash_ratio: float = 1.0
 
 
 def prioritise(
@@ -44,6 +48,10 @@ def prioritise(
     if signals.host_quality >= 0.5:
         level -= 1
     elif signals.host_quality <= -0.5:
+        level += 1
+    if signals.cash_ratio >= 2.0:
+        level -= 1
+    elif signals.cash_ratio <= 0.5:
         level += 1
     if level < 0:
         return 0

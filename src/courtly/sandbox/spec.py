@@ -90,7 +90,10 @@ class SandboxSpec:
     few cross-host ones); with ``links_max > 0`` every content page carries
     ``links_min`` to ``links_max`` links, a ``cross_host_share`` of them to
     other hosts anywhere in the web. ``seeded_share`` is the share of hosts
-    whose front page is a seed (dead hosts are always seeds).
+    whose front page is a seed (dead hosts are always seeds). ``tracking_share`` of the
+    same-host links are spelled with tracking parameters (``?utm_source=...&utm_medium=...``,
+    ``?fbclid=...``, ``?gclid=...``, ``?mc_cid=...&mc_eid=...``): the server answers them
+    with the untagged page, so a crawler that keeps the tags fetches duplicates.
     """
 
     seed: int = 1
@@ -132,6 +135,7 @@ class SandboxSpec:
     links_max: int = 0
     cross_host_share: float = 0.08
     seeded_share: float = 1.0
+    tracking_share: float = 0.0
 
     def __post_init__(self) -> None:
         if self.n_sites < 1 or self.hosts_per_site < 1 or self.pages_per_host < 1:
@@ -155,6 +159,8 @@ class SandboxSpec:
             raise ValueError("need zipf_s >= 0 and max_pages_per_host >= 1")
         if self.links_max and not 2 <= self.links_min <= self.links_max:
             raise ValueError("need 2 <= links_min <= links_max (or links_max = 0)")
+        if not 0 <= self.tracking_share <= 1:
+            raise ValueError("need 0 <= tracking_share <= 1")
         if not 0 <= self.cross_host_share <= 1 or not 0 < self.seeded_share <= 1:
             raise ValueError("need 0 <= cross_host_share <= 1 and 0 < seeded_share <= 1")
 
@@ -297,6 +303,7 @@ class SandboxSpec:
             trap_hosts=4,
             hostile_hosts=3,
             hang_s=20.0,
+            tracking_share=0.3,
         )
 
     @classmethod

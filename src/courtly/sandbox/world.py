@@ -328,6 +328,8 @@ class SandboxWorld:
 
     def _spell(self, host: str, from_dir: str, target_path: str, rng: random.Random) -> str:
         """A spelling of ``target_path`` on ``host``, sometimes a non-canonical duplicate."""
+        if self.spec.tracking_share and rng.random() < self.spec.tracking_share:
+            return target_path + _tracking_tag(rng)
         if not self.spec.duplicate_spellings or rng.random() >= 0.35:
             return target_path
         directory, _, name = target_path.rpartition("/")
@@ -545,6 +547,23 @@ class SandboxWorld:
             body = gzip.compress(_xml("urlset", "url", locs), mtime=0)
             return Document(200, "application/gzip", body)
         return None
+
+
+_CAMPAIGNS = ("news", "spring", "feed", "social", "partner")
+
+
+def _tracking_tag(rng: random.Random) -> str:
+    """A query of tracking parameters, as newsletters, ads and social sites add them."""
+    kind = rng.randrange(4)
+    token = f"{rng.getrandbits(40):010x}"
+    if kind == 0:
+        source, medium = rng.choice(_CAMPAIGNS), rng.choice(("email", "cpc", "social"))
+        return f"?utm_source={source}&utm_medium={medium}&utm_campaign=c{rng.randrange(9)}"
+    if kind == 1:
+        return f"?fbclid={token}"
+    if kind == 2:
+        return f"?gclid={token}"
+    return f"?mc_cid={token[:6]}&mc_eid={token[4:]}"
 
 
 def _not_found() -> Document:

@@ -1,4 +1,5 @@
-"""The URL layer (pure): canonical form, fingerprint, host keys, scope and trap guards."""
+"""The URL layer (pure): canonical form, tracking parameters, fingerprint, host keys,
+scope and trap guards."""
 
 from __future__ import annotations
 
@@ -14,14 +15,18 @@ from courtly.url.host import (
     ip_host_key,
     registered_domain,
 )
+from courtly.url.params import DEFAULT_PARAMS, TRACKING_PARAMS, ParamPolicy
 from courtly.url.scope import Scope, ScopeMode
 from courtly.url.traps import TrapConfig, trap_reason
 
 __all__ = [
+    "DEFAULT_PARAMS",
     "MAX_URL_LENGTH",
+    "TRACKING_PARAMS",
     "DomainResolver",
     "HostKeyMode",
     "JoinCache",
+    "ParamPolicy",
     "Scope",
     "ScopeMode",
     "TrapConfig",

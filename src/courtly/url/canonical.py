@@ -15,7 +15,10 @@
 8. session ids are dropped: ``;jsessionid=...`` path parameters, and query parameters named
    ``jsessionid``, ``phpsessid``, ``aspsessionid*``, ``sid``, ``sessionid``, ``session_id``,
    ``cfid`` or ``cftoken`` whose value is a token of 8 or more characters (a classic crawler
-   trap: every visit mints new URLs for the same pages).
+   trap: every visit mints new URLs for the same pages);
+9. tracking parameters are dropped: ``utm_*``, ``gclid``, ``fbclid``, ``mc_cid``... (the
+   :class:`~courtly.url.params.ParamPolicy` given as ``params``; default
+   :data:`~courtly.url.params.DEFAULT_PARAMS`, listed in docs/urls.md).
 
 An http(s) URL without an authority is refused, although WHATWG parsers (browsers) read
 ``http:///path``, ``http:/path`` and ``http:path`` as the host ``path``: a crawler must
@@ -46,6 +49,7 @@ import ada_url
 from yarl import URL
 
 from courtly.errors import InvalidURL
+from courtly.url.params import DEFAULT_PARAMS, ParamPolicy
 
 __all__ = ["MAX_URL_LENGTH", "JoinCache", "UrlJoiner", "canonicalize"]
 
@@ -64,8 +68,11 @@ _NUMERIC_LABEL_RE: Final = re.compile(r"(?:[0-9]+|0x[0-9a-f]*)")
 _SCHEME_PREFIX_RE: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
 
 
-def canonicalize(url: str, *, max_length: int = MAX_URL_LENGTH) -> str:
-    """Return the canonical form of the absolute http(s) URL ``url``.
+def canonicalize(
+    url: str, *, max_length: int = MAX_URL_LENGTH, params: ParamPolicy = DEFAULT_PARAMS
+) -> str:
+    """Return the canonical form of the absolute http(s) URL ``url``; ``params`` says
+    which query parameters are dropped (rule 9).
 
     Raises :class:`courtly.errors.InvalidURL` when ``url`` is not http(s), has no or a malformed
     host, an unusable port, cannot be parsed, or is longer than ``max_length`` characters
@@ -82,13 +89,13 @@ def canonicalize(url: str, *, max_length: int = MAX_URL_LENGTH) -> str:
             f"no host in URL {text[:100]!r}: an http(s) URL is scheme://host/path (two slashes)"
         )
     try:
-        canonical = _serialize(URL(text))
+        canonical = _serialize(URL(text), params)
     except InvalidURL:
         raise
     except (ValueError, UnicodeError):
         canonical = None
     if canonical is None:
-        canonical = _canonicalize_whatwg(text)
+        canonical = _canonicalize_whatwg(text, params)
     if len(canonical) > max_length:
         raise InvalidURL(f"canonical URL longer than {max_length} characters")
     return canonical
@@ -99,16 +106,24 @@ class JoinCache:
 
     A plain dict that is emptied when full (no per-hit bookkeeping). Keys are
     ``(scope, cleaned href)`` where the scope is all the answer depends on; see
-    :meth:`UrlJoiner.join`. Only joiners with the same ``max_length`` may share one.
+    :meth:`UrlJoiner.join`. Only joiners with the same ``max_length`` and ``params``
+    may share one (the answers depend on them too).
     """
 
-    __slots__ = ("_answers", "max_entries", "max_length")
+    __slots__ = ("_answers", "max_entries", "max_length", "params")
 
-    def __init__(self, max_entries: int = 32_768, *, max_length: int = MAX_URL_LENGTH) -> None:
+    def __init__(
+        self,
+        max_entries: int = 32_768,
+        *,
+        max_length: int = MAX_URL_LENGTH,
+        params: ParamPolicy = DEFAULT_PARAMS,
+    ) -> None:
         if max_entries < 1:
             raise ValueError("max_entries must be >= 1")
         self.max_entries = max_entries
         self.max_length = max_length
+        self.params = params
         self._answers: dict[tuple[str, str], str | None] = {}
 
     def __len__(self) -> int:
@@ -131,7 +146,7 @@ class UrlJoiner:
     here (unless ``canonical`` says it already is: a URL :func:`canonicalize` returned), so a bad
     base raises :class:`courtly.errors.InvalidURL` at construction. After that, :meth:`join`
     never raises. ``cache`` (optional) is shared with other joiners; answers are the same
-    with or without it.
+    with or without it. ``params`` is the tracking-parameter policy (rule 9).
     """
 
     __slots__ = (
@@ -144,6 +159,7 @@ class UrlJoiner:
         "_dir_url",
         "_max_length",
         "_origin",
+        "_params",
     )
 
     def __init__(
@@ -153,11 +169,15 @@ class UrlJoiner:
         max_length: int = MAX_URL_LENGTH,
         canonical: bool = False,
         cache: JoinCache | None = None,
+        params: ParamPolicy = DEFAULT_PARAMS,
     ) -> None:
         if cache is not None and cache.max_length != max_length:
             raise ValueError("a JoinCache is shared only by joiners with its max_length")
+        if cache is not None and cache.params is not params and cache.params != params:
+            raise ValueError("a JoinCache is shared only by joiners with its params")
         if not canonical or len(base_url) > max_length:
-            base_url = canonicalize(base_url, max_length=max_length)
+            base_url = canonicalize(base_url, max_length=max_length, params=params)
+        self._params = params
         self._base_url = base_url
         self._base_yarl: URL | None = None
         self._max_length = max_length
@@ -251,7 +271,9 @@ class UrlJoiner:
                 canonical = None
         if canonical is None:
             try:
-                canonical = _canonicalize_whatwg(ada_url.join_url(self._base_url, text))
+                canonical = _canonicalize_whatwg(
+                    ada_url.join_url(self._base_url, text), self._params
+                )
             except (ValueError, UnicodeError):
                 return None
         if len(canonical) > self._max_length:
@@ -263,9 +285,9 @@ class UrlJoiner:
         other than http(s) followed by ``//``); ``None`` to defer to WHATWG."""
         ref = URL(text)
         if ref.scheme:
-            return _serialize(ref)
+            return _serialize(ref, self._params)
         if text.startswith("//"):
-            return _serialize(self._base.join(ref)) if ref.raw_host else None
+            return _serialize(self._base.join(ref), self._params) if ref.raw_host else None
         path = ref.raw_path
         if not path:  # "?query" or "#fragment"
             path = self._base_path
@@ -278,8 +300,8 @@ class UrlJoiner:
             query = ref.raw_query_string
         if ";" in path:
             path = _PATH_SESSION_RE.sub("", path)
-        if query and "=" in query:
-            query = _strip_session_ids(query)
+        if query:
+            query = self._params.strip(_strip_session_ids(query) if "=" in query else query)
         if query:
             return f"{self._origin}{path}?{query}"
         return f"{self._origin}{path}"
@@ -321,11 +343,11 @@ def _clean(text: str) -> str:
     return text
 
 
-def _canonicalize_whatwg(text: str) -> str:
+def _canonicalize_whatwg(text: str, params: ParamPolicy) -> str:
     """Parse ``text`` with ada (WHATWG), then serialise through yarl like every other URL."""
     try:
         href = ada_url.normalize_url(text)
-        canonical = _serialize(URL(href))
+        canonical = _serialize(URL(href), params)
     except InvalidURL:
         raise
     except (ValueError, UnicodeError) as exc:
@@ -362,7 +384,7 @@ def _strip_session_ids(query: str) -> str:
     return "&".join(kept)
 
 
-def _serialize(url: URL) -> str | None:
+def _serialize(url: URL, params: ParamPolicy) -> str | None:
     """Serialise a parsed URL canonically.
 
     Returns ``None`` when yarl's reading of the host is not one we accept as is (missing,
@@ -407,8 +429,8 @@ def _serialize(url: URL) -> str | None:
     if ";" in path:
         path = _PATH_SESSION_RE.sub("", path)
     query = url.raw_query_string
-    if query and "=" in query:
-        query = _strip_session_ids(query)
+    if query:
+        query = params.strip(_strip_session_ids(query) if "=" in query else query)
     if query:
         return f"{scheme}://{authority}{path}?{query}"
     return f"{scheme}://{authority}{path}"
