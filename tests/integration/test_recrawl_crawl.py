@@ -148,6 +148,15 @@ def test_a_finished_crawl_resumed_with_recrawl_starts_revisiting_conditionally(
     assert crawler.recrawl is not None and crawler.recrawl.counts.revisits >= len(PAGES)
 
 
+def _letters(n: int) -> str:
+    """``n`` spelt with the letters a to j (12 -> "bc")."""
+    return "".join(chr(ord("a") + int(digit)) for digit in str(n))
+
+
+def _number(letters: str) -> int:
+    return int("".join(str(ord(c) - ord("a")) for c in letters) or 0)
+
+
 def test_revisits_keep_to_their_share_while_discovery_waits(tmp_path: Path) -> None:
     clock = FakeClock()
     site = ChangingSite((ChangingPage("/fast", 10.0), ChangingPage("/still", 1e9)), clock)
@@ -162,8 +171,9 @@ def test_revisits_keep_to_their_share_while_discovery_waits(tmp_path: Path) -> N
         if url.startswith("http://bulk.test/"):
             if url.endswith("/robots.txt"):
                 return 404
-            n = int(url.rsplit("/p", 1)[1] or 0) if "/p" in url else 0
-            link = f'<a href="/p{n + 1}">next</a>' if n + 1 < bulk_pages else ""
+            n = _number(url.rsplit("/p", 1)[1]) if "/p" in url else 0
+            # letters, not digits: a numbered chain is a template walk, bounded as a trap
+            link = f'<a href="/p{_letters(n + 1)}">next</a>' if n + 1 < bulk_pages else ""
             return 200, {"Content-Type": "text/html"}, f"<main>{n}{link}</main>".encode()
         return site(url, headers)
 
@@ -171,7 +181,7 @@ def test_revisits_keep_to_their_share_while_discovery_waits(tmp_path: Path) -> N
     config = CrawlConfig(
         state_dir=tmp_path / "state",
         user_agent=UA,
-        seeds=(ORIGIN + "/", "http://bulk.test/p0"),
+        seeds=(ORIGIN + "/", "http://bulk.test/p" + _letters(0)),
         min_delay_s=MIN_DELAY_S,
         delay_factor=0.0,
         concurrency=2,

@@ -193,14 +193,7 @@ class Frontier:
         host keeps its state and is ready again at once.
         """
         state = self.next_host_state(lease, outcome) if outcome is not None else None
-        released = await self.store.release(lease, state, self._clock.now())
-        if released:
-            if state is not None:
-                self._count_retired(lease, state)
-            self.events.publish(HostStateChanged(self._clock.now(), state or lease.host))
-        else:
-            self.events.publish(LeaseExpired(self._clock.now(), lease.host_key))
-        return released
+        return await self._give_back(lease, state, failed=False)
 
     def retries(self, lease: Lease, outcome: Outcome) -> bool:
         """True if the fetch made under ``lease`` that ended with ``outcome`` is to be
@@ -213,10 +206,17 @@ class Frontier:
         with one more attempt counted, and the host's state advances with ``outcome``
         (its back-off: the next attempt waits for it, through a lease like any
         request). ``False`` if the lease was fenced."""
-        state = self.next_host_state(lease, outcome)
-        released = await self.store.release(lease, state, self._clock.now(), failed=True)
+        return await self._give_back(lease, self.next_host_state(lease, outcome), failed=True)
+
+    async def _give_back(self, lease: Lease, state: HostState | None, *, failed: bool) -> bool:
+        """:meth:`release` or :meth:`retry`: the store's release, then its event."""
+        released = await self.store.release(lease, state, self._clock.now(), failed=failed)
         if released:
-            self._count_retired(lease, state)
+            if state is not None:
+                self._count_retired(lease, state)
+            self.events.publish(HostStateChanged(self._clock.now(), state or lease.host))
+        else:
+            self.events.publish(LeaseExpired(self._clock.now(), lease.host_key))
         return released
 
     def _count_retired(self, lease: Lease, state: HostState) -> None:
