@@ -310,6 +310,26 @@ async def test_catalogue_replaces_and_keeps_first_written_order(make: MakeStore)
     assert [entry async for entry in store.catalogue()] == [newer, second]
 
 
+async def test_a_refused_link_never_hides_a_fetched_page(make: MakeStore) -> None:
+    # e.g. a link back to the home page from a page at --max-depth: refused by depth
+    store = make()
+    page = CatalogueEntry("http://c.test/", status=200, fetched_at=T0, referrer="http://s.test/")
+    await store.record([page])
+    refused = CatalogueEntry(
+        "http://c.test/", depth=3, referrer="http://c.test/x", skip_reason="depth"
+    )
+    await store.record([refused])
+    assert [entry async for entry in store.catalogue()] == [page]
+    # a refusal of a URL never fetched is written, and a later failure replaces the page
+    other = CatalogueEntry("http://c.test/y", depth=3, skip_reason="depth")
+    failed = CatalogueEntry("http://c.test/", status=None, fail_reason="timeout")
+    await store.record([other, failed])
+    assert [entry async for entry in store.catalogue()] == [
+        replace(failed, referrer="http://s.test/"),
+        other,
+    ]
+
+
 async def test_completion_writes_records_and_a_fenced_one_writes_nothing(make: MakeStore) -> None:
     store = make()
     await store.add([url("w.test", "1")], T0, NO_BUDGET)

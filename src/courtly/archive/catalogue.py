@@ -30,6 +30,7 @@ __all__ = [
     "CatalogueEntry",
     "export_jsonl",
     "fail_reason_for_status",
+    "replaces",
 ]
 
 _HEX_FIELDS = frozenset({"content_hash", "simhash"})
@@ -122,3 +123,15 @@ def export_jsonl(entries: Iterable[CatalogueEntry], out: TextIO) -> int:
         out.write("\n")
         count += 1
     return count
+
+
+def replaces(new: CatalogueEntry, old: CatalogueEntry) -> bool:
+    """Whether ``new`` may replace ``old``, the catalogue's entry for the same URL.
+
+    Every entry does, except a refusal (``skip_reason`` set, no ``status``, no
+    ``fail_reason``) over a URL that was fetched (``old.status`` set): a later link to a
+    fetched page that scope, depth or a trap bound refuses says nothing about the page.
+    The stores apply this rule (the SQLite upsert and the Redis scripts mirror it).
+    """
+    refusal = new.status is None and new.skip_reason is not None and new.fail_reason is None
+    return not (refusal and old.status is not None)

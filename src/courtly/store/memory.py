@@ -24,7 +24,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
-from courtly.archive.catalogue import CatalogueEntry
+from courtly.archive.catalogue import CatalogueEntry, replaces
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.front import FrontQueues
@@ -103,6 +103,8 @@ class _MemoryRows:
         catalogue = self.catalogue
         for entry in entries:
             old = catalogue.get(entry.url)
+            if old is not None and not replaces(entry, old):
+                continue  # a refusal never hides a fetched page
             if old is not None and old.referrer is not None and entry.referrer != old.referrer:
                 entry = replace(entry, referrer=old.referrer)
             catalogue[entry.url] = entry

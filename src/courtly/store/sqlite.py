@@ -100,6 +100,9 @@ _CATALOGUE_UPSERT: Final = (
         else f"{name} = excluded.{name}"
         for name in _CATALOGUE_FIELDS[1:]
     )
+    # courtly.archive.catalogue.replaces: a refusal never replaces a fetched page's entry
+    + " WHERE NOT (catalogue.status IS NOT NULL AND excluded.status IS NULL"
+    " AND excluded.skip_reason IS NOT NULL AND excluded.fail_reason IS NULL)"
 )
 _CATALOGUE_DISCOVERED: Final = (
     "INSERT INTO catalogue (url, depth, referrer, noindex, change_count) "

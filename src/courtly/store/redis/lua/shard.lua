@@ -64,7 +64,19 @@ local function cat_order(url)
   co = math.max(co + 1, math.floor(NOW) * 1024)
   redis.call('ZADD', P .. 'co', co, url)
 end
+-- a refusal (a skip reason, no status, no fail reason) never replaces a fetched page's
+-- entry (courtly.archive.catalogue.replaces); payloads are the codec's JSON or "D..."
+local function refusal(payload)
+  if string.sub(payload, 1, 1) == 'D' then return string.find(payload, ' ', 1, true) ~= nil end
+  return string.find(payload, '"skip_reason":', 1, true) ~= nil
+    and not string.find(payload, '"status":', 1, true)
+    and not string.find(payload, '"fail_reason":', 1, true)
+end
 local function cat_put(url, payload, referrer)
+  if refusal(payload) then
+    local old = redis.call('HGET', P .. 'c', url)
+    if old and string.find(old, '"status":', 1, true) then return end
+  end
   if redis.call('HSET', P .. 'c', url, payload) == 1 then cat_order(url) end
   if referrer ~= '' then redis.call('HSETNX', P .. 'cr', url, referrer) end
 end
