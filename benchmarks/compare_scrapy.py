@@ -429,9 +429,9 @@ def known_pages(truth: SandboxTruth, scenario: Scenario, seeds: list[str]) -> li
     return urls
 
 
-def scrapy_command(scenario: Scenario, web: Sandbox, seconds: float, stats: Path) -> list[str]:
+def scrapy_spider_args(scenario: Scenario, web: Sandbox, seconds: float, stats: Path) -> list[str]:
+    """``scrapy_spider.py`` and the arguments every run of it takes (after the interpreter)."""
     return [
-        str(SCRAPY_VENV / "bin" / "python"),
         str(HERE / "scrapy_spider.py"),
         "--seeds-file",
         str(web.info["seeds_file"]),
@@ -449,6 +449,13 @@ def scrapy_command(scenario: Scenario, web: Sandbox, seconds: float, stats: Path
         str(scenario.timeout_s),
         "--stats-out",
         str(stats),
+    ]
+
+
+def scrapy_command(scenario: Scenario, web: Sandbox, seconds: float, stats: Path) -> list[str]:
+    return [
+        str(SCRAPY_VENV / "bin" / "python"),
+        *scrapy_spider_args(scenario, web, seconds, stats),
         "--scope",
         scenario.scope,
     ]

@@ -56,6 +56,7 @@ from compare_scrapy import (
     machine,
     run_measured,
     scenarios,
+    scrapy_spider_args,
     summarise,
 )
 from courtly.sandbox import RequestRecord, SandboxTruth, load_log
@@ -73,26 +74,7 @@ def command(
     addon_set: Sequence[str] = (),
 ) -> list[str]:
     """``scrapy_spider.py`` for ``crawler`` (see the module doc)."""
-    cmd = [
-        sys.executable,
-        str(HERE / "scrapy_spider.py"),
-        "--seeds-file",
-        str(web.info["seeds_file"]),
-        "--hosts-file",
-        str(web.info["hosts_file"]),
-        "--user-agent",
-        USER_AGENT,
-        "--delay",
-        str(scenario.min_delay_s),
-        "--concurrency",
-        str(scenario.concurrency),
-        "--seconds",
-        str(seconds),
-        "--timeout",
-        str(scenario.timeout_s),
-        "--stats-out",
-        str(run / "stats.json"),
-    ]
+    cmd = [sys.executable, *scrapy_spider_args(scenario, web, seconds, run / "stats.json")]
     if crawler == "addon":
         return [
             *cmd,
