@@ -17,12 +17,12 @@ import multiprocessing
 import os
 import signal
 import sys
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 import click
 
+from courtly.event_loop import run_async
 from courtly.sandbox.audit import audit
 from courtly.sandbox.request_log import load_log
 from courtly.sandbox.server import SandboxServer
@@ -54,17 +54,6 @@ def _spec(preset: str, seed: int, n_hosts: int | None, port: int) -> SandboxSpec
     return spec
 
 
-def _run_loop(main: Coroutine[Any, Any, None]) -> None:
-    try:
-        import uvloop
-
-        runner = asyncio.Runner(loop_factory=uvloop.new_event_loop)
-    except ImportError:  # pragma: no cover - uvloop is a dependency on POSIX
-        runner = asyncio.Runner()
-    with runner:
-        runner.run(main)
-
-
 async def _wait_for_signal() -> None:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -90,7 +79,7 @@ async def _serve_worker(spec_json: str, port: int, workdir: str, index: int) -> 
 
 
 def _worker_main(spec_json: str, port: int, workdir: str, index: int) -> None:
-    _run_loop(_serve_worker(spec_json, port, workdir, index))
+    run_async(_serve_worker(spec_json, port, workdir, index))
 
 
 async def _serve(spec: SandboxSpec, workdir: Path, workers: int) -> None:
@@ -155,7 +144,7 @@ def serve(
     """Serve a sandbox web until SIGTERM/SIGINT."""
     workdir.mkdir(parents=True, exist_ok=True)
     spec = _spec(preset, seed, n_hosts, port)
-    _run_loop(_serve(spec, workdir, max(1, workers)))
+    run_async(_serve(spec, workdir, max(1, workers)))
 
 
 @sandbox.command("audit")

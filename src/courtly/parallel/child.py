@@ -1,0 +1,83 @@
+"""The process of one partition: its crawler, its :class:`HostPartition`, and the queues
+to the parent (spawned by :class:`~courtly.parallel.supervisor.PartitionedCrawl`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import queue
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from courtly.config import CrawlConfig
+from courtly.crawl import Crawler, CrawlSnapshot
+from courtly.errors import CourtlyError
+from courtly.event_loop import run_async
+from courtly.fetch.machine_ip_gate import MachineIpGate
+from courtly.page_budget import SharedPageBudget
+from courtly.parallel.messages import Command
+from courtly.parallel.partition import HostPartition
+
+if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+
+__all__ = ["child_main"]
+
+
+def child_main(
+    config: CrawlConfig,
+    root: Path,
+    index: int,
+    commands: Queue[Command],
+    replies: Queue[tuple[Any, ...]],
+    log_level: int,
+    fsync: bool,
+    page_budget: SharedPageBudget | None = None,
+    gate: MachineIpGate | None = None,
+) -> None:
+    """Entry point of partition ``index``'s process (spawned); ``page_budget`` is the
+    crawl's ``--max-pages``, shared by every partition; ``gate`` is the per-IP cap the
+    partitions share."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays the terminal's ^C
+    logging.basicConfig(
+        level=log_level, format=f"%(asctime)s %(levelname)s part-{index} %(name)s: %(message)s"
+    )
+
+    def next_command() -> Command | None:
+        try:
+            return commands.get_nowait()
+        except queue.Empty:
+            return None
+
+    async def crawl() -> CrawlSnapshot:
+        partition = HostPartition(
+            root,
+            index,
+            config.processes,
+            fsync=fsync,
+            commands=next_command,
+            report=lambda status: replies.put(("status", status)),
+            parent_pid=os.getppid(),
+        )
+        try:
+            crawler = Crawler(
+                config, partition=partition, page_budget=page_budget, machine_gate=gate
+            )
+            loop = asyncio.get_running_loop()
+            loop.add_signal_handler(signal.SIGTERM, crawler.request_stop, "signal")
+            return await crawler.run()
+        finally:
+            partition.close()
+
+    try:
+        snapshot = run_async(crawl())
+    except CourtlyError as error:
+        replies.put(("error", index, str(error)))
+        replies.close()
+        replies.join_thread()
+        raise SystemExit(2) from None
+    replies.put(("final", index, snapshot))
+    replies.close()
+    replies.join_thread()

@@ -1,0 +1,202 @@
+"""The parent of a partitioned crawl: spawns the partitions, relays stop requests, probes
+them for the end of the crawl, shows the summed progress, returns the summed snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import multiprocessing
+import queue
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from courtly.config import CrawlConfig
+from courtly.crawl import CrawlSnapshot, ProgressSink
+from courtly.errors import ConfigError, StateError
+from courtly.fetch.machine_ip_gate import MachineIpGate
+from courtly.page_budget import SharedPageBudget
+from courtly.parallel.aggregate import merge_snapshots
+from courtly.parallel.child import child_main
+from courtly.parallel.layout import claim_layout, partition_config
+from courtly.parallel.messages import Abort, Command, PartitionStatus, Probe, Stop
+from courtly.parallel.termination import TerminationDetector
+from courtly.stop import ending
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+    from multiprocessing.queues import Queue
+
+__all__ = ["PartitionedCrawl"]
+
+log = logging.getLogger("courtly.parallel")
+
+
+class PartitionedCrawl:
+    """``config.processes`` crawler processes over one state directory; same surface as
+    :class:`~courtly.crawl.Crawler` (``run``, ``request_stop``, ``abort``).
+
+    ``run`` records the layout (refusing a different number of processes), spawns
+    the partitions, relays stop requests, shows the summed progress, detects the
+    end of the crawl when no time or page limit ends it first, and returns the
+    summed final snapshot. A partition that fails stops the others and raises.
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        progress: ProgressSink | None = None,
+        log_level: int = logging.WARNING,
+        probe_interval_s: float = 0.1,
+    ) -> None:
+        if config.processes < 2:
+            raise ConfigError("a partitioned crawl needs processes >= 2")
+        self.config = config
+        self._configs = [partition_config(config, i) for i in range(config.processes)]
+        self._progress = progress
+        self._log_level = log_level
+        self._probe_interval_s = probe_interval_s
+        self._stop_reason: str | None = None
+        self._stop_sent = False
+        self._abort = False
+        self._abort_sent = False
+
+    def request_stop(self, reason: str = "requested") -> None:
+        """Ask every partition to stop leasing and finish its requests in flight."""
+        if self._stop_reason is None:
+            self._stop_reason = reason
+
+    def abort(self) -> None:
+        """Stop every partition now (nothing is lost; in-flight requests repeat on resume)."""
+        self.request_stop("aborted")
+        self._abort = True
+
+    async def run(self) -> CrawlSnapshot:
+        root = self.config.state_dir
+        n = self.config.processes
+        claim_layout(root, n)
+        fsync = self.config.durability == "power"
+        context = multiprocessing.get_context("spawn")
+        replies: Queue[tuple[Any, ...]] = context.Queue()
+        commands: list[Queue[Command]] = [context.Queue() for _ in range(n)]
+        max_pages = self.config.max_pages
+        # One --max-pages for the whole crawl: every partition claims from it before a
+        # fetch, so the pages made add up to it exactly (see courtly.page_budget).
+        budget = None if max_pages is None else SharedPageBudget.create(context, max_pages)
+        gate = MachineIpGate(self.config.per_ip, context)  # the whole cap, shared
+        children = [
+            context.Process(
+                target=child_main,
+                args=(cfg, root, i, commands[i], replies, self._log_level, fsync, budget, gate),
+                name=f"courtly-part-{i}-of-{n}",
+            )
+            for i, cfg in enumerate(self._configs)
+        ]
+        for child in children:
+            child.start()
+        try:
+            finals, errors = await self._supervise(children, commands, replies)
+        finally:
+            for child in children:
+                child.join(timeout=30.0)
+                if child.is_alive():  # pragma: no cover - a stuck child
+                    child.kill()
+                    child.join()
+            replies.close()
+            for command_queue in commands:  # commands to exited children are moot
+                command_queue.cancel_join_thread()
+                command_queue.close()
+        snapshot = merge_snapshots([finals[i] for i in sorted(finals)], root)
+        if self._stop_reason == "done":
+            reason, detail = ending(snapshot.pages, snapshot.hosts_retired)
+            snapshot = replace(snapshot, stop_reason=reason, stop_detail=detail)
+            if detail is not None:
+                log.warning("%s", detail)
+        elif self._stop_reason is not None and self._stop_reason != "error":
+            snapshot = replace(snapshot, stop_reason=self._stop_reason)
+        if self._progress is not None:
+            self._progress.close(snapshot)
+        if errors:
+            detail = "; ".join(f"partition {i}: {message}" for i, message in sorted(errors.items()))
+            raise StateError(f"the partitioned crawl failed ({detail})")
+        return snapshot
+
+    async def _supervise(
+        self,
+        children: Sequence[BaseProcess],
+        commands: list[Queue[Command]],
+        replies: Queue[tuple[Any, ...]],
+    ) -> tuple[dict[int, CrawlSnapshot], dict[int, str]]:
+        n = len(children)
+        latest: dict[int, CrawlSnapshot] = {}
+        finals: dict[int, CrawlSnapshot] = {}
+        errors: dict[int, str] = {}
+        answers: dict[int, PartitionStatus] = {}
+        detector = TerminationDetector()
+        round_no = 0
+        probe_due_at = time.monotonic() + self._probe_interval_s
+        probing = False
+        progress_due_at = time.monotonic() + self.config.progress_interval_s
+        max_pages = self.config.max_pages
+
+        def send(command: Command) -> None:
+            for i, child in enumerate(children):
+                if child.is_alive() and i not in finals:
+                    commands[i].put(command)
+
+        def drain() -> None:
+            while True:
+                try:
+                    message = replies.get_nowait()
+                except queue.Empty:
+                    return
+                if message[0] == "status":
+                    status: PartitionStatus = message[1]
+                    latest[status.index] = status.snapshot
+                    if probing and status.round == round_no:
+                        answers[status.index] = status
+                elif message[0] == "final":
+                    finals[message[1]] = latest[message[1]] = message[2]
+                else:
+                    errors[message[1]] = message[2]
+                    self.request_stop("error")
+
+        while True:
+            drain()
+            alive = [child.is_alive() for child in children]
+            for i, child in enumerate(children):
+                if not alive[i] and i not in finals and i not in errors:
+                    drain()
+                    if i not in finals and i not in errors:
+                        errors[i] = f"exited with code {child.exitcode}"
+                        self.request_stop("error")
+            if not any(alive):
+                drain()
+                return finals, errors
+            now = time.monotonic()
+            if max_pages is not None and sum(s.pages for s in latest.values()) >= max_pages:
+                self.request_stop("max_pages")
+            if self._stop_reason is not None and not self._stop_sent:
+                self._stop_sent = True
+                send(Stop(self._stop_reason))
+            if self._abort and not self._abort_sent:
+                self._abort_sent = True
+                send(Abort())
+            if not self._stop_sent:
+                if probing and len(answers) == n:
+                    if detector.observe(list(answers.values())):
+                        self.request_stop("done")
+                    probing = False
+                    round_no += 1
+                    answers.clear()
+                    probe_due_at = now + self._probe_interval_s
+                elif not probing and now >= probe_due_at:
+                    probing = True
+                    send(Probe(round_no))
+            if self._progress is not None and now >= progress_due_at and latest:
+                progress_due_at = now + self.config.progress_interval_s
+                merged = merge_snapshots(list(latest.values()), self.config.state_dir)
+                self._progress.update(merged)
+            await asyncio.sleep(0.01)
