@@ -15,6 +15,7 @@ from courtly.config import CrawlConfig
 from courtly.errors import ConfigError, StateError
 
 __all__ = [
+    "IP_SLOTS_FILE",
     "LAYOUT_FILE",
     "available_cores",
     "claim_layout",
@@ -29,6 +30,9 @@ __all__ = [
 
 LAYOUT_FILE = "partitions.json"
 """The file in a partitioned state directory that records the number of partitions."""
+IP_SLOTS_FILE = "ip-slots.lock"
+"""The lock file of the per-IP slots the partitions share (see
+:mod:`courtly.fetch.machine_ip_gate`); empty, only its byte-range locks count."""
 
 
 def stable_hash(host_key: str) -> int:

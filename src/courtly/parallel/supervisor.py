@@ -19,7 +19,7 @@ from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.page_budget import SharedPageBudget
 from courtly.parallel.aggregate import merge_snapshots
 from courtly.parallel.child import child_main
-from courtly.parallel.layout import claim_layout, partition_config
+from courtly.parallel.layout import IP_SLOTS_FILE, claim_layout, partition_config
 from courtly.parallel.messages import Abort, Command, PartitionStatus, Probe, Stop
 from courtly.parallel.termination import TerminationDetector
 from courtly.stop import ending
@@ -85,7 +85,7 @@ class PartitionedCrawl:
         # One --max-pages for the whole crawl: every partition claims from it before a
         # fetch, so the pages made add up to it exactly (see courtly.page_budget).
         budget = None if max_pages is None else SharedPageBudget.create(context, max_pages)
-        gate = MachineIpGate(self.config.per_ip, context)  # the whole cap, shared
+        gate = MachineIpGate(self.config.per_ip, root / IP_SLOTS_FILE)  # the whole cap, shared
         children = [
             context.Process(
                 target=child_main,

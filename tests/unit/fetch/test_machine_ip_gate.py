@@ -1,12 +1,20 @@
-"""The per-IP cap shared by the processes of one machine: never more than per_ip holders,
-turns in the order asked, a waiter that gives up passes its turn on."""
+"""The per-IP cap shared by the processes of one machine: never more than per_ip holders
+(in one process and across processes), turns in the order asked within a process, a
+waiter that gives up takes nothing with it, and a process that dies holding slots gives
+them back."""
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
+import signal
+from multiprocessing.connection import Connection
+from multiprocessing.sharedctypes import Synchronized
+from pathlib import Path
 
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from courtly.fetch.machine_ip_gate import MachineIpGate
@@ -36,15 +44,22 @@ class Holders:
         return sum(1 for i in self.entered if not self.release[i].is_set())
 
 
-@settings(max_examples=25, deadline=None)
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(per_ip=st.integers(1, 3), waiters=st.integers(1, 8))
-def test_never_more_than_per_ip_holders_and_turns_in_order(per_ip: int, waiters: int) -> None:
+def test_never_more_than_per_ip_holders_and_turns_in_order(
+    tmp_path: Path, per_ip: int, waiters: int
+) -> None:
+    gate = MachineIpGate(per_ip, tmp_path / f"slots-{per_ip}-{waiters}.lock", buckets=64)
+
     async def scenario() -> None:
-        holders = Holders(MachineIpGate(per_ip, CONTEXT, buckets=64), waiters)
+        holders = Holders(gate, waiters)
         async with asyncio.timeout(GUARD_S):
             for k in range(waiters):
                 await holders.inside[k].wait()
                 assert holders.holding() <= per_ip
+                assert holders.holding() <= gate.in_use(IP) <= per_ip  # released: leaving
                 released = sum(r.is_set() for r in holders.release)
                 later = range(released + per_ip, waiters)
                 assert not any(holders.inside[j].is_set() for j in later)
@@ -54,32 +69,49 @@ def test_never_more_than_per_ip_holders_and_turns_in_order(per_ip: int, waiters:
                 event.set()
             await asyncio.gather(*holders.tasks)
         assert holders.entered == list(range(waiters))  # first asked, first served
-        assert holders.gate.in_use(IP) == 0
+        assert gate.in_use(IP) == 0
 
-    asyncio.run(scenario())
+    try:
+        asyncio.run(scenario())
+    finally:
+        gate.close()
 
 
-def test_a_waiter_that_gives_up_passes_its_turn_on() -> None:
+@pytest.mark.parametrize("gives_up", [1, 2])
+def test_a_waiter_that_gives_up_takes_no_slot_and_passes_its_turn_on(
+    tmp_path: Path, gives_up: int
+) -> None:
+    """Waiter 1 (the next in turn) or 2 (the last) gives up while 0 holds the only slot:
+    nobody enters beside 0, and the other waiter enters once 0 gives its slot back."""
+    gate = MachineIpGate(1, tmp_path / "slots.lock", buckets=64)
+    other = 3 - gives_up
+
     async def scenario() -> None:
-        holders = Holders(MachineIpGate(1, CONTEXT, buckets=64), 3)
+        holders = Holders(gate, 3)
         async with asyncio.timeout(GUARD_S):
             await holders.inside[0].wait()
-            await asyncio.sleep(0)  # the other two have asked for their turns
-            assert holders.gate.in_use(IP) == 3
-            holders.tasks[1].cancel()
+            await asyncio.sleep(0.01)  # the other two are waiting (and polling)
+            holders.tasks[gives_up].cancel()
+            await asyncio.sleep(0.01)  # several polls later
+            assert holders.entered == [0]
+            assert gate.in_use(IP) == 1
             holders.release[0].set()
-            await holders.inside[2].wait()
-            assert holders.entered == [0, 2]
-            holders.release[2].set()
-            await asyncio.gather(holders.tasks[0], holders.tasks[2])
-        assert holders.gate.in_use(IP) == 0
+            await holders.inside[other].wait()
+            assert holders.entered == [0, other]
+            holders.release[other].set()
+            await asyncio.gather(holders.tasks[0], holders.tasks[other])
+        assert gate.in_use(IP) == 0
 
-    asyncio.run(scenario())
+    try:
+        asyncio.run(scenario())
+    finally:
+        gate.close()
 
 
-def test_addresses_in_other_buckets_do_not_wait_for_each_other() -> None:
+def test_addresses_in_other_buckets_do_not_wait_for_each_other(tmp_path: Path) -> None:
+    gate = MachineIpGate(1, tmp_path / "slots.lock")
+
     async def scenario() -> None:
-        gate = MachineIpGate(1, CONTEXT)
         a, b = Holders(gate, 1, "127.0.0.2"), Holders(gate, 1, "127.0.0.3")
         async with asyncio.timeout(GUARD_S):
             await a.inside[0].wait()
@@ -89,4 +121,87 @@ def test_addresses_in_other_buckets_do_not_wait_for_each_other() -> None:
             b.release[0].set()
             await asyncio.gather(*a.tasks, *b.tasks)
 
-    asyncio.run(scenario())
+    try:
+        asyncio.run(scenario())
+    finally:
+        gate.close()
+
+
+# -- across processes -------------------------------------------------------------------------
+
+
+def _hold_and_hang(gate: MachineIpGate, slots: int, ready: Connection) -> None:
+    """Child: take ``slots`` slots of IP, say so, then wait to be killed."""
+    taken = [gate.try_take(IP) for _ in range(slots)]
+    ready.send(taken)
+    signal.pause()
+
+
+def test_a_process_killed_holding_slots_gives_them_back(tmp_path: Path) -> None:
+    gate = MachineIpGate(2, tmp_path / "slots.lock", buckets=64)
+    ready, child_end = CONTEXT.Pipe()
+    child = CONTEXT.Process(target=_hold_and_hang, args=(gate, 2, child_end))
+    child.start()
+    try:
+        assert ready.poll(GUARD_S)
+        assert sorted(ready.recv()) == [0, 1]  # the child holds both slots
+        assert gate.try_take(IP) is None  # so this process gets none
+        assert gate.in_use(IP) == 2
+        assert child.pid is not None
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(GUARD_S)
+        assert child.exitcode == -signal.SIGKILL
+        assert gate.in_use(IP) == 0  # the kernel gave its slots back
+
+        async def take_both() -> None:
+            async with asyncio.timeout(GUARD_S), gate.hold(IP), gate.hold(IP):
+                assert gate.held_here(IP) == 2
+
+        asyncio.run(take_both())
+        assert gate.in_use(IP) == 0
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+        gate.close()
+
+
+def _hold_often(
+    gate: MachineIpGate, rounds: int, inside: Synchronized[int], most: Synchronized[int]
+) -> None:
+    """Child: 4 tasks taking a slot of IP ``rounds`` times each, counting the holders."""
+
+    async def one() -> None:
+        for _ in range(rounds):
+            async with gate.hold(IP):
+                with inside.get_lock():
+                    inside.value += 1
+                    most.value = max(most.value, inside.value)
+                await asyncio.sleep(0.0005)
+                with inside.get_lock():
+                    inside.value -= 1
+
+    async def main() -> None:
+        await asyncio.gather(*(one() for _ in range(4)))
+
+    asyncio.run(main())
+
+
+@settings(
+    max_examples=4, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(per_ip=st.integers(1, 3), processes=st.integers(2, 3))
+def test_the_cap_holds_across_processes(tmp_path: Path, per_ip: int, processes: int) -> None:
+    gate = MachineIpGate(per_ip, tmp_path / f"slots-{per_ip}-{processes}.lock", buckets=64)
+    inside, most = CONTEXT.Value("i", 0), CONTEXT.Value("i", 0)
+    children = [
+        CONTEXT.Process(target=_hold_often, args=(gate, 30, inside, most)) for _ in range(processes)
+    ]
+    for child in children:
+        child.start()
+    for child in children:
+        child.join(GUARD_S * 4)
+    assert [child.exitcode for child in children] == [0] * processes
+    assert inside.value == 0
+    assert 1 <= most.value <= per_ip
+    assert gate.in_use(IP) == 0
