@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from courtly.config import CrawlConfig
-from courtly.sandbox import RequestRecord, SandboxServer, SandboxSpec, load_log
+from courtly.sandbox import AuditReport, RequestRecord, SandboxServer, SandboxSpec, load_log
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
 """The User-Agent of every test crawl (product token ``courtly``, the sandbox's robots token)."""
@@ -122,3 +122,19 @@ def crawl_config(web: LiveWeb, state_dir: Path, **overrides: Any) -> CrawlConfig
     }
     values.update(overrides)
     return CrawlConfig(**values)
+
+
+def assert_polite(report: AuditReport) -> None:
+    """Every check of the audit, one by one, so that a failure names the rule broken."""
+    summary = report.summary()
+    assert report.host_overlaps == 0, summary
+    assert report.max_in_flight_per_host == 1, summary
+    assert report.ip_over_cap == 0, summary
+    assert report.max_in_flight_per_ip <= PER_IP, summary
+    assert report.gap_violations == 0, summary
+    assert report.retry_after_violations == 0, summary
+    assert report.disallowed_fetches == 0, summary
+    assert report.robots_unavailable_fetches == 0, summary
+    assert report.duplicate_fetches == 0, summary
+    assert report.unknown_host_requests == 0, summary
+    assert report.violations == 0, summary

@@ -63,10 +63,19 @@ if TYPE_CHECKING:
         PER_IP,
         UA,
         LiveWeb,
+        assert_polite,
         crawl_config,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import CONCURRENCY, MIN_DELAY_S, PER_IP, UA, LiveWeb, crawl_config
+    from conftest import (
+        CONCURRENCY,
+        MIN_DELAY_S,
+        PER_IP,
+        UA,
+        LiveWeb,
+        assert_polite,
+        crawl_config,
+    )
 
 pytestmark = pytest.mark.integration
 
@@ -168,22 +177,6 @@ def throttled(snapshot: CrawlSnapshot) -> int:
 
 def log_url(rec: RequestRecord) -> str:
     return host_url(rec.host, rec.port, rec.path or "/")
-
-
-def assert_polite(report: AuditReport) -> None:
-    """Every check of the audit, one by one, so that a failure names the rule broken."""
-    summary = report.summary()
-    assert report.host_overlaps == 0, summary
-    assert report.max_in_flight_per_host == 1, summary
-    assert report.ip_over_cap == 0, summary
-    assert report.max_in_flight_per_ip <= PER_IP, summary
-    assert report.gap_violations == 0, summary
-    assert report.retry_after_violations == 0, summary
-    assert report.disallowed_fetches == 0, summary
-    assert report.robots_unavailable_fetches == 0, summary
-    assert report.duplicate_fetches == 0, summary
-    assert report.unknown_host_requests == 0, summary
-    assert report.violations == 0, summary
 
 
 def refetched(records: tuple[RequestRecord, ...], robots: Callable[[RequestRecord], bool]) -> int:
