@@ -133,15 +133,15 @@ def test_keep_and_drop_params_are_checked_and_adjust_the_policy(tmp_path: Path) 
 
 
 def test_an_unused_repeatable_flag_keeps_the_config_files_value(tmp_path: Path) -> None:
-    from courtly.cli import _build_config
+    from courtly.cli.crawl_settings import build_config
 
     path = tmp_path / "crawl.toml"
     path.write_text('keep-param = ["gclid"]\n', encoding="utf-8")
     flags: dict[str, Any] = {"state_dir": tmp_path, "user_agent": UA, "processes": 1}
-    unused = _build_config(("http://a.test/",), path, None, (), (), False, flags)
-    given = _build_config(
+    unused = build_config(("http://a.test/",), path, None, (), (), False, flags)
+    given = build_config(
         ("http://a.test/",), path, None, (), (), False, flags | {"keep_params": ("fbclid",)}
     )
     assert unused.keep_params == ("gclid",)
     assert given.keep_params == ("fbclid",)  # a flag wins over the file
-    assert _build_config((), path, None, (), (), False, flags | {"keep_params": ()}).keep_params
+    assert build_config((), path, None, (), (), False, flags | {"keep_params": ()}).keep_params

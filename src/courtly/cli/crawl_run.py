@@ -1,0 +1,77 @@
+"""Running one ``courtly crawl``: the crawler (one process or partitioned), its signals
+and its dashboard."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Callable
+
+import click
+
+from courtly.cli.failures import os_error_text
+from courtly.config import CrawlConfig
+from courtly.crawl import Crawler, CrawlSnapshot
+from courtly.errors import ConfigError
+from courtly.observe.attach import DashboardSpec, TeeProgress, serving
+from courtly.parallel import PartitionedCrawl, claim_layout
+from courtly.progress import LogProgress, RichProgress
+
+__all__ = ["run_crawl"]
+
+
+async def run_crawl(
+    config: CrawlConfig,
+    progress: LogProgress | RichProgress | None,
+    dashboard: DashboardSpec | None = None,
+) -> CrawlSnapshot:
+    """Run the crawl of ``config`` (one process, or :class:`PartitionedCrawl`) to its end.
+
+    The first SIGINT/SIGTERM asks it to stop (requests in flight finish, within
+    ``stop_grace_s``), the second aborts it; ``dashboard`` is served while it runs.
+    """
+    crawler: Crawler | PartitionedCrawl
+    try:
+        if config.processes > 1:  # checks the shares now, the state directory's layout in run()
+            level = logging.getLogger().getEffectiveLevel()
+            sink = TeeProgress(progress, dashboard.source) if dashboard else progress
+            crawler = PartitionedCrawl(config, progress=sink, log_level=level)
+        else:
+            claim_layout(config.state_dir, 1)  # refuses a partitioned state directory
+            crawler = Crawler(config, progress=progress)
+            if dashboard is not None:
+                dashboard.for_crawler(crawler)
+    except OSError as error:  # before anything is crawled: the --state path is unusable
+        raise ConfigError(
+            f"cannot use the state directory {config.state_dir}: {os_error_text(error)}"
+        ) from None
+    loop = asyncio.get_running_loop()
+    signals_seen = 0
+    say: Callable[[str], None] = progress.notice if progress is not None else _say
+
+    def on_signal() -> None:
+        nonlocal signals_seen
+        signals_seen += 1
+        if signals_seen == 1:
+            say(
+                f"stopping: finishing requests in flight, at most {config.stop_grace_s:g} s "
+                "(again to stop at once)"
+            )
+            crawler.request_stop("signal")
+        else:
+            say("stopping now: requests in flight are fetched again on resume")
+            crawler.abort()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, on_signal)
+    if dashboard is None:
+        return await crawler.run()
+    async with serving(dashboard, say):
+        return await crawler.run()
+
+
+def _say(text: str) -> None:
+    click.echo(text, err=True)

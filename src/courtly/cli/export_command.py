@@ -1,0 +1,95 @@
+"""``courtly export``: the catalogue (every URL seen) as JSON Lines."""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from courtly.cli.failures import expected_errors
+from courtly.cli.state_access import CRAWL_NAME, SHARED_STORE, open_existing, open_shared
+from courtly.event_loop import run_async
+from courtly.parallel import state_dirs
+from courtly.state_dir import STATE_FILE, check_writable
+
+__all__ = ["export"]
+
+
+@click.command()
+@click.option(
+    "--state",
+    "state_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="The state directory of the crawl.",
+)
+@SHARED_STORE
+@CRAWL_NAME
+@click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write here instead of standard output.",
+)
+def export(
+    state_dir: Path | None,
+    store: str | None,
+    crawl_name: str | None,
+    fmt: str,
+    output: Path | None,
+) -> None:
+    """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines: of the
+    crawl in --state DIR, or of the shared crawl --crawl-name in a Redis --store.
+
+    ``-o FILE`` appears whole or not at all. Exit code 2 for a missing, damaged or
+    locked state file or an unwritable output.
+    """
+    from courtly.archive.catalogue import export_jsonl
+
+    shared = open_shared(store, crawl_name)
+    if shared is None and state_dir is None:
+        raise click.UsageError("--state DIR (or --store URL --crawl-name NAME) is required")
+
+    async def write(out: Any) -> int:
+        count = 0
+        if shared is not None:
+            openers: list[Callable[[], Any]] = [lambda: shared]
+        else:
+            assert state_dir is not None
+            # a partitioned crawl: one directory after the other
+            openers = [functools.partial(open_existing, d) for d in state_dirs(state_dir)]
+        for open_one in openers:
+            opened = open_one()
+            try:
+                batch = []
+                async for entry in opened.catalogue():
+                    batch.append(entry)
+                    if len(batch) >= 1000:
+                        count += export_jsonl(batch, out)
+                        batch.clear()
+                count += export_jsonl(batch, out)
+            finally:
+                await opened.aclose()
+        return count
+
+    with expected_errors():
+        for directory in state_dirs(state_dir) if state_dir is not None else ():
+            if not os.path.lexists(directory / STATE_FILE):  # refuse before creating the output
+                open_existing(directory)
+        if output is None:
+            count = run_async(write(sys.stdout))
+        else:
+            check_writable(output.parent, "the directory of --output", must_exist=True)
+            partial = output.with_name(output.name + ".partial")
+            try:  # the output appears whole, or not at all
+                with partial.open("w", encoding="utf-8") as out:
+                    count = run_async(write(out))
+                partial.replace(output)
+            finally:
+                partial.unlink(missing_ok=True)
+    click.echo(f"{count} catalogue entries", err=True)

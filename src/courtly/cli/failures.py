@@ -1,0 +1,75 @@
+"""How the commands end on an error courtly expects: ``Error: ...`` on stderr, the exit
+code of :mod:`courtly.exit_codes`, the ``--summary-json`` document, never a traceback."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sqlite3
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
+import click
+
+from courtly.errors import CourtlyError
+from courtly.exit_codes import ExitCode
+
+__all__ = ["expected_errors", "fail", "os_error_text", "refuse", "write_json"]
+
+
+def refuse(message: str, summary_json: Path | None = None) -> NoReturn:
+    """Print ``Error: message`` and exit with :attr:`ExitCode.REFUSED` (click's usage code)."""
+    click.echo(f"Error: {message}", err=True)
+    if summary_json is not None:
+        write_json(
+            summary_json,
+            {"exit_code": int(ExitCode.REFUSED), "outcome": "refused", "error": message},
+        )
+    sys.exit(ExitCode.REFUSED)
+
+
+def fail(message: str, summary_json: Path | None = None) -> NoReturn:
+    """Print ``Error: message`` and exit with :attr:`ExitCode.FAILED`."""
+    click.echo(f"Error: {message}", err=True)
+    if summary_json is not None:
+        write_json(
+            summary_json, {"exit_code": int(ExitCode.FAILED), "outcome": "failed", "error": message}
+        )
+    sys.exit(ExitCode.FAILED)
+
+
+def os_error_text(error: OSError) -> str:
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{error.strerror or error}"
+
+
+def write_json(path: Path, data: dict[str, Any]) -> None:
+    """Write ``data`` to ``path`` whole (a temporary file renamed into place)."""
+    temporary = path.with_name(path.name + ".tmp")
+    try:
+        temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        temporary.replace(path)
+    except OSError as error:
+        click.echo(f"Error: cannot write the summary: {os_error_text(error)}", err=True)
+
+
+@contextlib.contextmanager
+def expected_errors(summary_json: Path | None = None) -> Iterator[None]:
+    """Turn the errors courtly expects into a message and an exit code (never a traceback)."""
+    try:
+        yield
+    except (CourtlyError, click.UsageError) as error:
+        refuse(
+            error.format_message() if isinstance(error, click.UsageError) else str(error),
+            summary_json,
+        )
+    except sqlite3.DatabaseError as error:
+        refuse(
+            f"the state file is damaged ({error}): restore it from a backup, or move the "
+            "state directory away to start a new crawl",
+            summary_json,
+        )
+    except OSError as error:
+        fail(os_error_text(error), summary_json)

@@ -1,0 +1,58 @@
+"""How the reading commands (``status``, ``export``, ``changes``) open a crawl: a state
+directory's store(s), a running crawl's last status, or a shared crawl in Redis."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from courtly.config import CrawlConfig
+from courtly.crawl import STATUS_FILE, open_store
+from courtly.errors import StateError
+from courtly.frontier.config import QueueConfig
+from courtly.state_dir import STATE_FILE
+
+__all__ = ["CRAWL_NAME", "SHARED_STORE", "live_status", "open_existing", "open_shared"]
+
+
+def open_existing(state_dir: Path) -> Any:
+    """The store of a crawl's state directory; StateError (missing, damaged, locked)."""
+    path = state_dir / STATE_FILE
+    if not os.path.lexists(path):
+        raise StateError(
+            f"{path}: no crawl state here (the state file is missing); start a crawl with "
+            f"courtly crawl --state {state_dir} SEED..."
+        )
+    config = CrawlConfig(state_dir=state_dir, user_agent="courtly/0 (+mailto:status@localhost)")
+    return open_store(config, QueueConfig())
+
+
+def live_status(directory: Path) -> dict[str, Any] | None:
+    """The status a running crawl last wrote (its state file is locked), if any."""
+    try:
+        data = json.loads((directory / STATUS_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and "frontier" in data else None
+
+
+def open_shared(store: str | None, crawl_name: str | None) -> Any:
+    """The Redis store of ``--store URL --crawl-name NAME``; ``None`` without ``--store``."""
+    if store is None:
+        return None
+    from courtly.store.redis import RedisStore
+    from courtly.store.redis.address import connect, is_redis_url
+
+    if not is_redis_url(store):
+        raise click.UsageError(f"--store here takes a redis:// URL, not {store!r}")
+    if not crawl_name:
+        raise click.UsageError("--store needs --crawl-name NAME")
+    return RedisStore(connect(store), crawl_name, retry_s=5.0)
+
+
+SHARED_STORE = click.option("--store", help="A shared crawl's Redis URL (with --crawl-name).")
+CRAWL_NAME = click.option("--crawl-name", help="The crawl's name in the --store.")
