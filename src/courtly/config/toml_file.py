@@ -1,0 +1,86 @@
+"""A crawl's settings from a TOML file (and a seeds file): the keys are the field names
+or the CLI flag names with ``-``; flags given on the command line override the file."""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from courtly.config.crawl_config import CrawlConfig
+from courtly.config.settings import check_setting
+from courtly.errors import ConfigError
+
+__all__ = ["load_toml", "read_seeds_file"]
+
+
+_FIELD_NAMES = {spec.name for spec in fields(CrawlConfig)} - {"extra"}
+_ALIASES = {
+    "min_delay": "min_delay_s",
+    "max_delay": "max_delay_s",
+    "max_time": "max_time_s",
+    "state": "state_dir",
+    "seeds_file": "seeds_file",
+    "timeout": "total_timeout_s",
+    "connect_timeout": "connect_timeout_s",
+    "max_body": "max_body_bytes",
+    "progress_interval": "progress_interval_s",
+    "stop_grace": "stop_grace_s",
+    "robots_ttl": "robots_ttl_s",
+    "lease_ttl": "lease_ttl_s",
+    "recrawl_min_interval": "recrawl_min_interval_s",
+    "recrawl_max_interval": "recrawl_max_interval_s",
+    "news_min_interval": "news_min_interval_s",
+    "keep_param": "keep_params",
+    "drop_param": "drop_params",
+}
+
+
+def load_toml(path: Path) -> dict[str, Any]:
+    """Read a TOML config file into field-name keys (flag spellings accepted).
+
+    Keys sit at the top level or, all of them, in a ``[crawl]`` table (then no other
+    top-level key is allowed). Every value is checked (:func:`check_setting`; a
+    ``seeds`` string is one seed). Returns a dict suitable for ``CrawlConfig(**...)``
+    after merging with flags; unknown keys and bad values raise :class:`ConfigError`.
+    """
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
+        raise ConfigError(f"cannot read config file {path}: {error}") from None
+    table = data.get("crawl", data)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: the crawl entry must be a [crawl] table")
+    if "crawl" in data and len(data) > 1:
+        others = ", ".join(repr(k) for k in data if k != "crawl")
+        raise ConfigError(
+            f"{path}: top-level {others} beside the [crawl] table: put every setting "
+            "inside [crawl] (or drop the [crawl] header)"
+        )
+    out: dict[str, Any] = {}
+    for raw_key, value in table.items():
+        key = raw_key.replace("-", "_")
+        key = _ALIASES.get(key, key)
+        label = f"{raw_key} in {path}"
+        if key == "seeds_file":
+            if not isinstance(value, str) or not value:
+                raise ConfigError(f"{label} must be a path (a non-empty string)")
+            out["seeds"] = tuple(out.get("seeds", ())) + tuple(read_seeds_file(Path(value)))
+            continue
+        if key not in _FIELD_NAMES:
+            raise ConfigError(f"unknown setting {raw_key!r} in {path}")
+        value = check_setting(key, value, label)
+        if key == "seeds":
+            value = tuple(out.get("seeds", ())) + value
+        out[key] = value
+    return out
+
+
+def read_seeds_file(path: Path) -> list[str]:
+    """One URL per line; blank lines and ``#`` comments ignored."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read seeds file {path}: {error}") from None
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
