@@ -21,34 +21,19 @@ from pathlib import Path
 from typing import Any
 
 from compare_scrapy import tracking_duplicates
-from courtly.cli import run_async
 from courtly.clock import SystemClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler
-from courtly.fetch.memory import MemoryFetcher, Reply
+from courtly.event_loop import run_async
 from courtly.sandbox import SandboxSpec, SandboxWorld
-from courtly.sandbox.resources import Document, Page, Redirect
-from courtly.sandbox.urls import split_url
+from courtly.sandbox.in_memory import world_fetcher
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; bench@courtly.invalid)"
 SANDBOX_TAGS = ("utm_*", "fbclid", "gclid", "mc_cid", "mc_eid")
 
 
-def answer(world: SandboxWorld, url: str) -> Reply:
-    """What the sandbox serves for ``url`` (hangs, bombs and big pages: 404)."""
-    host, _, path_qs = split_url(url)
-    resource = world.resolve(host, path_qs)
-    if isinstance(resource, Page):
-        return (200, {"Content-Type": "text/html"}, world.render(resource))
-    if isinstance(resource, Redirect):
-        return (resource.status, {"Location": resource.location}, b"")
-    if isinstance(resource, Document):
-        return (resource.status, {"Content-Type": resource.content_type}, resource.body)
-    return 404
-
-
 def crawl(world: SandboxWorld, keep: tuple[str, ...]) -> dict[str, Any]:
-    fetcher = MemoryFetcher(lambda url: answer(world, url), SystemClock())
+    fetcher = world_fetcher(world, SystemClock())
     with tempfile.TemporaryDirectory() as state:
         config = CrawlConfig(
             state_dir=Path(state),

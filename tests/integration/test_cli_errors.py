@@ -129,6 +129,21 @@ def _random(data: bytes) -> bytes:
     return bytes((7 * i + 13) % 256 for i in range(len(data)))  # deterministic garbage
 
 
+def _flag(flag: str, value: str, message: str, *before: str) -> Case:
+    """``courtly crawl ... [BEFORE...] FLAG VALUE SEED``, named ``FLAG VALUE``."""
+    return Case(f"{flag} {value}", (*CRAWL, *before, flag, value, SEED), message)
+
+
+def _in_toml(what: str, text: str, message: str, *, seeds: tuple[str, ...] = (SEED,)) -> Case:
+    """``courtly crawl ... --config crawl.toml SEED`` with ``text`` as crawl.toml."""
+    return Case(what, (*CRAWL, "--config", "crawl.toml", *seeds), message, setup=_toml(text))
+
+
+def _on_state(what: str, setup: Setup, message: str) -> Case:
+    """``courtly crawl ... SEED`` over the state directory ``setup`` makes."""
+    return Case(what, (*CRAWL, SEED), message, setup=setup)
+
+
 CASES: tuple[Case, ...] = (
     # -- required settings and seeds
     Case("no --state", ("crawl", "--user-agent", UA, SEED), r"--state DIR is required"),
@@ -146,56 +161,36 @@ CASES: tuple[Case, ...] = (
     Case("no seeds, no crawl to resume", tuple(CRAWL), r"nothing to crawl"),
     Case("a missing --seeds-file", (*CRAWL, "--seeds-file", "nope.txt"), r"cannot read seeds"),
     # -- numbers
-    Case("--max-time -1", (*CRAWL, "--max-time", "-1", SEED), r"--max-time must be .* > 0"),
-    Case("--max-time 0", (*CRAWL, "--max-time", "0", SEED), r"--max-time must be .* > 0"),
-    Case("--max-time inf", (*CRAWL, "--max-time", "inf", SEED), r"--max-time must be"),
-    Case("--max-time abc", (*CRAWL, "--max-time", "abc", SEED), r"not a valid float"),
-    Case("--max-pages -5", (*CRAWL, "--max-pages", "-5", SEED), r"--max-pages must be .* >= 1"),
-    Case("--max-pages 0", (*CRAWL, "--max-pages", "0", SEED), r"--max-pages must be"),
-    Case("--max-attempts 0", (*CRAWL, "--max-attempts", "0", SEED), r"--max-attempts must be"),
-    Case(
-        "--max-requests-per-host 0",
-        (*CRAWL, "--max-requests-per-host", "0", SEED),
-        r"--max-requests-per-host must be",
-    ),
-    Case(
-        "--max-queued-per-host 0",
-        (*CRAWL, "--max-queued-per-host", "0", SEED),
-        r"--max-queued-per-host must be",
-    ),
-    Case("--min-delay nan", (*CRAWL, "--min-delay", "nan", SEED), r"--min-delay must be"),
-    Case("--min-delay -1", (*CRAWL, "--min-delay", "-1", SEED), r"--min-delay must be .* >= 0"),
+    _flag("--max-time", "-1", r"--max-time must be .* > 0"),
+    _flag("--max-time", "0", r"--max-time must be .* > 0"),
+    _flag("--max-time", "inf", r"--max-time must be"),
+    _flag("--max-time", "abc", r"not a valid float"),
+    _flag("--max-pages", "-5", r"--max-pages must be .* >= 1"),
+    _flag("--max-pages", "0", r"--max-pages must be"),
+    _flag("--max-attempts", "0", r"--max-attempts must be"),
+    _flag("--max-requests-per-host", "0", r"--max-requests-per-host must be"),
+    _flag("--max-queued-per-host", "0", r"--max-queued-per-host must be"),
+    _flag("--min-delay", "nan", r"--min-delay must be"),
+    _flag("--min-delay", "-1", r"--min-delay must be .* >= 0"),
     Case(
         "--max-delay below --min-delay",
         (*CRAWL, "--min-delay", "2", "--max-delay", "1", SEED),
         r"--max-delay \(1 s\) must not be below --min-delay \(2 s\)",
     ),
-    Case("--delay-factor -1", (*CRAWL, "--delay-factor", "-1", SEED), r"--delay-factor must be"),
-    Case(
-        "--progress-interval 0",
-        (*CRAWL, "--progress-interval", "0", SEED),
-        r"--progress-interval must be .* >= 0.1",
-    ),
-    Case("--concurrency 0", (*CRAWL, "--concurrency", "0", SEED), r"--concurrency must be"),
-    Case("--per-ip 0", (*CRAWL, "--per-ip", "0", SEED), r"--per-ip must be"),
-    Case("--processes 0", (*CRAWL, "--processes", "0", SEED), r"--processes must be"),
-    Case("--timeout 0", (*CRAWL, "--timeout", "0", SEED), r"--timeout must be .* > 0"),
-    Case(
-        "--connect-timeout -1",
-        (*CRAWL, "--connect-timeout", "-1", SEED),
-        r"--connect-timeout must be",
-    ),
-    Case("--max-body 0", (*CRAWL, "--max-body", "0", SEED), r"--max-body must be"),
-    Case("--back-queues 0", (*CRAWL, "--back-queues", "0", SEED), r"--back-queues must be"),
-    Case("--max-depth -1", (*CRAWL, "--max-depth", "-1", SEED), r"--max-depth must be .* >= 0"),
-    Case("--stop-grace -1", (*CRAWL, "--stop-grace", "-1", SEED), r"--stop-grace must be"),
+    _flag("--delay-factor", "-1", r"--delay-factor must be"),
+    _flag("--progress-interval", "0", r"--progress-interval must be .* >= 0.1"),
+    _flag("--concurrency", "0", r"--concurrency must be"),
+    _flag("--per-ip", "0", r"--per-ip must be"),
+    _flag("--processes", "0", r"--processes must be"),
+    _flag("--timeout", "0", r"--timeout must be .* > 0"),
+    _flag("--connect-timeout", "-1", r"--connect-timeout must be"),
+    _flag("--max-body", "0", r"--max-body must be"),
+    _flag("--back-queues", "0", r"--back-queues must be"),
+    _flag("--max-depth", "-1", r"--max-depth must be .* >= 0"),
+    _flag("--stop-grace", "-1", r"--stop-grace must be"),
     Case("--include '('", (*CRAWL, "--include", "(", SEED), r"does not compile|bad regex"),
-    Case("--scope bogus", (*CRAWL, "--scope", "bogus", SEED), r"Invalid value for '--scope'"),
-    Case(
-        "--recrawl-share 1.5",
-        (*CRAWL, "--recrawl", "--recrawl-share", "1.5", SEED),
-        r"--recrawl-share must be",
-    ),
+    _flag("--scope", "bogus", r"Invalid value for '--scope'"),
+    _flag("--recrawl-share", "1.5", r"--recrawl-share must be", "--recrawl"),
     Case(
         "--recrawl-max-interval below --recrawl-min-interval",
         (*CRAWL, "--recrawl", "--recrawl-min-interval", "60", "--recrawl-max-interval", "10", SEED),
@@ -213,47 +208,33 @@ CASES: tuple[Case, ...] = (
     ),
     # -- config files
     Case("a missing --config", (*CRAWL, "--config", "nope.toml", SEED), r"cannot read config"),
-    Case(
-        "a TOML syntax error",
-        (*CRAWL, "--config", "crawl.toml", SEED),
-        r"cannot read config file crawl.toml",
-        setup=_toml("[crawl\n"),
-    ),
-    Case(
+    _in_toml("a TOML syntax error", "[crawl\n", r"cannot read config file crawl.toml"),
+    _in_toml(
         "TOML: a top-level key beside [crawl]",
-        (*CRAWL, "--config", "crawl.toml", SEED),
+        'min-delay = 5\n[crawl]\nscope = "host"\n',
         r"top-level 'min-delay' beside the \[crawl\] table",
-        setup=_toml('min-delay = 5\n[crawl]\nscope = "host"\n'),
     ),
-    Case(
-        "TOML: an unknown key",
-        (*CRAWL, "--config", "crawl.toml", SEED),
-        r"unknown setting 'speed'",
-        setup=_toml("[crawl]\nspeed = 5\n"),
-    ),
-    Case(
+    _in_toml("TOML: an unknown key", "[crawl]\nspeed = 5\n", r"unknown setting 'speed'"),
+    _in_toml(
         'TOML: min-delay = "fast"',
-        (*CRAWL, "--config", "crawl.toml", SEED),
+        '[crawl]\nmin-delay = "fast"\n',
         r"min-delay in crawl.toml must be a number of seconds >= 0, not 'fast'",
-        setup=_toml('[crawl]\nmin-delay = "fast"\n'),
     ),
-    Case(
+    _in_toml(
         "TOML: seeds = 5",
-        (*CRAWL, "--config", "crawl.toml"),
+        "[crawl]\nseeds = 5\n",
         r"seeds in crawl.toml must be a list of strings",
-        setup=_toml("[crawl]\nseeds = 5\n"),
+        seeds=(),
     ),
-    Case(
+    _in_toml(
         "TOML: max-pages = 2.5",
-        (*CRAWL, "--config", "crawl.toml", SEED),
+        "[crawl]\nmax-pages = 2.5\n",
         r"max-pages in crawl.toml must be a whole number",
-        setup=_toml("[crawl]\nmax-pages = 2.5\n"),
     ),
-    Case(
+    _in_toml(
         "TOML: allow-private-networks = 1",
-        (*CRAWL, "--config", "crawl.toml", SEED),
+        "[crawl]\nallow-private-networks = 1\n",
         r"allow-private-networks in crawl.toml must be true or false",
-        setup=_toml("[crawl]\nallow-private-networks = 1\n"),
     ),
     # -- where things are written
     Case(
@@ -274,11 +255,10 @@ CASES: tuple[Case, ...] = (
         r"the directory of --summary-json nowhere does not exist",
     ),
     # -- state directories
-    Case(
+    _on_state(
         "WARC files but no state file",
-        (*CRAWL, SEED),
+        _warc_without_state,
         r"S/frontier.sqlite3 is missing.*new --state directory",
-        setup=_warc_without_state,
     ),
     Case(
         "--store memory over WARC files",
@@ -286,35 +266,30 @@ CASES: tuple[Case, ...] = (
         r"--store memory crawl keeps no state",
         setup=_warc_without_state,
     ),
-    Case(
+    _on_state(
         "an empty (0 bytes) state file",
-        (*CRAWL, SEED),
+        _state_file(lambda data: b""),
         r"S/frontier.sqlite3: the state file is empty",
-        setup=_state_file(lambda data: b""),
     ),
-    Case(
+    _on_state(
         "a truncated state file",
-        (*CRAWL, SEED),
+        _state_file(lambda data: data[: len(data) // 2]),
         r"S/frontier.sqlite3: the state file is truncated",
-        setup=_state_file(lambda data: data[: len(data) // 2]),
     ),
-    Case(
+    _on_state(
         "random bytes as the state file",
-        (*CRAWL, SEED),
+        _state_file(_random),
         r"S/frontier.sqlite3: not a courtly state file",
-        setup=_state_file(_random),
     ),
-    Case(
+    _on_state(
         "a corrupt page in the state file",
-        (*CRAWL, SEED),
+        _state_file(lambda data: data[:100] + _random(data[100:4096]) + data[4096:]),
         r"S/frontier.sqlite3: the state file is corrupt",
-        setup=_state_file(lambda data: data[:100] + _random(data[100:4096]) + data[4096:]),
     ),
-    Case(
+    _on_state(
         "another application's SQLite file",
-        (*CRAWL, SEED),
+        _foreign_database,
         r"S/frontier.sqlite3: an SQLite database that is not a courtly state file",
-        setup=_foreign_database,
     ),
     Case(
         "a partitioned state, --processes 1",

@@ -10,10 +10,9 @@ from courtly.cli import run_async
 from courtly.clock import SystemClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot
-from courtly.fetch.memory import MemoryFetcher, Reply
 from courtly.frontier.traps import WalkConfig
 from courtly.sandbox import SandboxSpec, SandboxWorld
-from courtly.sandbox.resources import Document, Page, Redirect
+from courtly.sandbox.in_memory import world_fetcher
 from courtly.sandbox.urls import split_url
 
 pytestmark = pytest.mark.integration
@@ -35,23 +34,11 @@ _TRAP_WEB = SandboxSpec(
 )
 
 
-def _answer(world: SandboxWorld, url: str) -> Reply:
-    host, _, path_qs = split_url(url)
-    resource = world.resolve(host, path_qs)
-    if isinstance(resource, Page):
-        return (200, {"Content-Type": "text/html"}, world.render(resource))
-    if isinstance(resource, Redirect):
-        return (resource.status, {"Location": resource.location}, b"")
-    if isinstance(resource, Document):
-        return (resource.status, {"Content-Type": resource.content_type}, resource.body)
-    return 404
-
-
 def test_a_calendar_costs_at_most_the_bound_per_host(tmp_path: Path) -> None:
     """The crawl runs until its frontier is empty (the bound ends every trap), so this
     holds "however long the crawl": without the bound it would never end."""
     world = SandboxWorld(_TRAP_WEB, 8080)
-    fetcher = MemoryFetcher(lambda url: _answer(world, url), SystemClock())
+    fetcher = world_fetcher(world, SystemClock())
     config = CrawlConfig(
         state_dir=tmp_path / "state",
         user_agent=UA,

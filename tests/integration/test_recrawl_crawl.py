@@ -13,6 +13,7 @@ import itertools
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from warcio.archiveiterator import ArchiveIterator
 
@@ -38,25 +39,33 @@ PAGES = (
 )
 
 
+def recrawl_config(state: Path, **overrides: Any) -> CrawlConfig:
+    """The config of these crawls: the origin's home page, 1 s gaps, a memory store,
+    revisits every 5-120 s; ``overrides`` replace any field."""
+    values: dict[str, Any] = {
+        "state_dir": state,
+        "user_agent": UA,
+        "seeds": (ORIGIN + "/",),
+        "min_delay_s": MIN_DELAY_S,
+        "delay_factor": 0.0,
+        "concurrency": 2,
+        "store": "memory",
+        "follow_sitemaps": False,
+        "progress_interval_s": 60.0,
+        "recrawl": True,
+        "recrawl_min_interval_s": MIN_S,
+        "recrawl_max_interval_s": MAX_S,
+    }
+    values.update(overrides)
+    return CrawlConfig(**values)
+
+
 def run_recrawl(
     state: Path, *, recrawl: bool = True, store: str = "memory", clock: FakeClock | None = None
 ) -> tuple[ChangingSite, Crawler, float]:
     clock = clock or FakeClock()
     site = ChangingSite(PAGES, clock, start_at=1_700_000_000.0)
-    config = CrawlConfig(
-        state_dir=state,
-        user_agent=UA,
-        seeds=(ORIGIN + "/",),
-        min_delay_s=MIN_DELAY_S,
-        delay_factor=0.0,
-        concurrency=2,
-        store=store,
-        follow_sitemaps=False,
-        progress_interval_s=60.0,
-        recrawl=recrawl,
-        recrawl_min_interval_s=MIN_S,
-        recrawl_max_interval_s=MAX_S,
-    )
+    config = recrawl_config(state, store=store, recrawl=recrawl)
     end_at = clock.now() + RUN_S
     crawler: Crawler
 
@@ -178,20 +187,10 @@ def test_revisits_keep_to_their_share_while_discovery_waits(tmp_path: Path) -> N
         return site(url, headers)
 
     share = 0.2
-    config = CrawlConfig(
-        state_dir=tmp_path / "state",
-        user_agent=UA,
+    config = recrawl_config(
+        tmp_path / "state",
         seeds=(ORIGIN + "/", "http://bulk.test/p" + _letters(0)),
-        min_delay_s=MIN_DELAY_S,
-        delay_factor=0.0,
-        concurrency=2,
-        store="memory",
-        follow_sitemaps=False,
-        progress_interval_s=60.0,
-        recrawl=True,
         recrawl_share=share,
-        recrawl_min_interval_s=MIN_S,
-        recrawl_max_interval_s=MAX_S,
     )
     crawler: Crawler
 
@@ -217,17 +216,8 @@ def test_news_pages_get_their_own_lane_below_the_ordinary_floor(tmp_path: Path) 
     )
     site = ChangingSite(pages, clock, start_at=clock.now())
     floor = 40.0
-    config = CrawlConfig(
-        state_dir=tmp_path / "state",
-        user_agent=UA,
-        seeds=(ORIGIN + "/",),
-        min_delay_s=MIN_DELAY_S,
-        delay_factor=0.0,
-        concurrency=2,
-        store="memory",
-        follow_sitemaps=False,
-        progress_interval_s=60.0,
-        recrawl=True,
+    config = recrawl_config(
+        tmp_path / "state",
         recrawl_min_interval_s=floor,
         recrawl_max_interval_s=600.0,
         news=(r"/hub$",),
@@ -280,20 +270,7 @@ def test_duplicates_across_urls_are_recorded(tmp_path: Path) -> None:
             return 404
         return 200, {"Content-Type": "text/html"}, bodies[path].encode()
 
-    config = CrawlConfig(
-        state_dir=tmp_path / "state",
-        user_agent=UA,
-        seeds=("http://dup.test/",),
-        min_delay_s=MIN_DELAY_S,
-        delay_factor=0.0,
-        concurrency=1,
-        store="memory",
-        follow_sitemaps=False,
-        progress_interval_s=60.0,
-        recrawl=True,
-        recrawl_min_interval_s=MIN_S,
-        recrawl_max_interval_s=MAX_S,
-    )
+    config = recrawl_config(tmp_path / "state", seeds=("http://dup.test/",), concurrency=1)
     crawler: Crawler
 
     def on_page(page: Page) -> None:

@@ -2,28 +2,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import pytest
-
 from courtly.sandbox import (
     AuditReport,
     RequestRecord,
     SandboxSpec,
     SandboxTruth,
-    SandboxWorld,
     audit,
 )
-
-PORT = 8123
-T0 = 1_700_000_000.0
-
-
-@pytest.fixture(scope="module")
-def truth() -> SandboxTruth:
-    return SandboxTruth(SandboxWorld(SandboxSpec.small(), PORT))
-
-
-def _host(truth: SandboxTruth, variant: str) -> str:
-    return next(h.name for h in truth.world.hosts if h.robots_variant == variant)
+from tests.unit.sandbox.conftest import PORT, T0, host_with_robots
 
 
 def _rec(
@@ -73,7 +59,7 @@ def _check(truth: SandboxTruth, records: list[RequestRecord], **kwargs: float) -
 
 
 def _clean_log(truth: SandboxTruth) -> list[RequestRecord]:
-    a, b = _host(truth, "missing"), _host(truth, "rules")
+    a, b = host_with_robots(truth, "missing"), host_with_robots(truth, "rules")
     return [*_polite_crawl(truth, a, 0.0, 0.07), *_polite_crawl(truth, b, 0.005, 0.07)]
 
 
@@ -87,7 +73,7 @@ def test_a_clean_log_passes(truth: SandboxTruth) -> None:
 
 
 def test_overlap_on_one_host_is_caught(truth: SandboxTruth) -> None:
-    host = _host(truth, "missing")
+    host = host_with_robots(truth, "missing")
     log = [*_clean_log(truth), _rec(truth, host, "/p/9.html", 0.072, 0.2)]
     report = _check(truth, log)
     assert report.host_overlaps >= 1 and report.max_in_flight_per_host == 2
@@ -110,7 +96,7 @@ def test_per_ip_cap_is_caught(truth: SandboxTruth) -> None:
 
 
 def test_short_gap_is_caught_and_tolerance_forgives_jitter(truth: SandboxTruth) -> None:
-    host = _host(truth, "missing")
+    host = host_with_robots(truth, "missing")
     tight = [_rec(truth, host, "/", 0.0, 0.01), _rec(truth, host, "/p/1.html", 0.03, 0.04)]
     report = _check(truth, tight)
     assert report.gap_violations == 1 and report.retry_after_violations == 0
@@ -119,7 +105,7 @@ def test_short_gap_is_caught_and_tolerance_forgives_jitter(truth: SandboxTruth) 
 
 
 def test_crawl_delay_is_required(truth: SandboxTruth) -> None:
-    host = _host(truth, "crawl_delay")
+    host = host_with_robots(truth, "crawl_delay")
     log = list(_polite_crawl(truth, host, 0.0, 0.1))  # 0.09 s gaps < Crawl-delay 0.1
     report = _check(truth, log)
     assert report.gap_violations == len(log) - 1
@@ -128,7 +114,7 @@ def test_crawl_delay_is_required(truth: SandboxTruth) -> None:
 
 
 def test_retry_after_window_is_enforced(truth: SandboxTruth) -> None:
-    host = _host(truth, "missing")
+    host = host_with_robots(truth, "missing")
     log = [
         _rec(truth, host, "/", 0.0, 0.01),
         _rec(truth, host, "/p/1.html", 0.1, 0.11, status=429, retry_after_s=1.0),
@@ -142,7 +128,7 @@ def test_retry_after_window_is_enforced(truth: SandboxTruth) -> None:
 
 
 def test_robots_violations_are_caught(truth: SandboxTruth) -> None:
-    rules, failing = _host(truth, "rules"), _host(truth, "server_error")
+    rules, failing = host_with_robots(truth, "rules"), host_with_robots(truth, "server_error")
     log = [
         _rec(truth, rules, "/robots.txt", 0.0, 0.01),
         _rec(truth, rules, "/private/0.html", 0.1, 0.11),
@@ -159,7 +145,7 @@ def test_robots_violations_are_caught(truth: SandboxTruth) -> None:
 
 
 def test_duplicates_count_spellings_but_not_robots_refetches(truth: SandboxTruth) -> None:
-    host = _host(truth, "missing")
+    host = host_with_robots(truth, "missing")
     log = [
         _rec(truth, host, "/robots.txt", 0.0, 0.01, status=404),
         _rec(truth, host, "/p/1.html", 0.1, 0.11),
@@ -173,7 +159,7 @@ def test_duplicates_count_spellings_but_not_robots_refetches(truth: SandboxTruth
 
 def test_informational_counts_do_not_fail_the_audit(truth: SandboxTruth) -> None:
     trap_host = next(h.name for h in truth.world.hosts if h.trap)
-    host = _host(truth, "missing")
+    host = host_with_robots(truth, "missing")
     log = [
         _rec(truth, trap_host, "/deep/more/more/", 0.0, 0.01),
         _rec(truth, host, "/nf/0.html", 0.0, 0.01),

@@ -8,24 +8,11 @@ from hypothesis import strategies as st
 
 from courtly.sandbox import (
     RequestRecord,
-    SandboxSpec,
     SandboxTruth,
-    SandboxWorld,
     lateness,
     lateness_summary,
 )
-
-PORT = 8123
-T0 = 1_700_000_000.0
-
-
-@pytest.fixture(scope="module")
-def truth() -> SandboxTruth:
-    return SandboxTruth(SandboxWorld(SandboxSpec.small(), PORT))
-
-
-def _host(truth: SandboxTruth, variant: str) -> str:
-    return next(h.name for h in truth.world.hosts if h.robots_variant == variant)
+from tests.unit.sandbox.conftest import PORT, T0, host_with_robots, small_truth
 
 
 def _rec(
@@ -47,7 +34,7 @@ def _rec(
 
 
 def test_lateness_counts_from_the_end_of_the_previous_response(truth: SandboxTruth) -> None:
-    host = _host(truth, "rules")
+    host = host_with_robots(truth, "rules")
     rows = lateness(
         [_rec(host, 0.0, 0.2), _rec(host, 1.25, 1.3), _rec(host, 2.3, 2.4)],
         truth=truth,
@@ -60,10 +47,10 @@ def test_lateness_counts_from_the_end_of_the_previous_response(truth: SandboxTru
 def test_the_required_gap_takes_retry_after_crawl_delay_and_slow_fetches(
     truth: SandboxTruth,
 ) -> None:
-    delayed = _host(truth, "crawl_delay")
+    delayed = host_with_robots(truth, "crawl_delay")
     crawl_delay = truth.crawl_delay_s(delayed, "courtly")
     assert crawl_delay > 0.05
-    plain = _host(truth, "rules")
+    plain = host_with_robots(truth, "rules")
     rows = lateness(
         [
             _rec(plain, 0.0, 0.1, status=429, retry_after_s=3.0),
@@ -87,7 +74,7 @@ def test_the_required_gap_takes_retry_after_crawl_delay_and_slow_fetches(
 
 @given(st.lists(st.tuples(st.floats(0, 5), st.floats(0, 2)), min_size=1, max_size=20))
 def test_lateness_is_start_less_earliest_allowed_start(gaps: list[tuple[float, float]]) -> None:
-    world_truth = SandboxTruth(SandboxWorld(SandboxSpec.small(), PORT))
+    world_truth = small_truth()
     at, records = 0.0, []
     for gap, duration in gaps:
         records.append(_rec("unknown.test", at, at + duration))

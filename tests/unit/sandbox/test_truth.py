@@ -1,19 +1,7 @@
 from __future__ import annotations
 
-import pytest
-
-from courtly.sandbox import SandboxSpec, SandboxTruth, SandboxWorld
-
-PORT = 8123
-
-
-@pytest.fixture(scope="module")
-def truth() -> SandboxTruth:
-    return SandboxTruth(SandboxWorld(SandboxSpec.small(), PORT))
-
-
-def _host(truth: SandboxTruth, variant: str) -> str:
-    return next(h.name for h in truth.world.hosts if h.robots_variant == variant)
+from courtly.sandbox import SandboxTruth
+from tests.unit.sandbox.conftest import host_with_robots
 
 
 def test_expected_pages_for_courtly(truth: SandboxTruth) -> None:
@@ -30,7 +18,7 @@ def test_expected_pages_for_courtly(truth: SandboxTruth) -> None:
         assert not truth.nofollow_only(url)
         assert not truth.is_trap(url)
         assert "/big.html" not in url and "/bomb.html" not in url and "/r/long-target" not in url
-    rules = _host(truth, "rules")
+    rules = host_with_robots(truth, "rules")
     assert world.url(rules, "/private/open/0.html") in expected
     assert world.url(rules, "/nobots/0.html") in expected
     assert world.url(rules, "/private/0.html") not in expected
@@ -45,10 +33,10 @@ def test_expected_pages_depend_on_the_token_and_the_scope(truth: SandboxTruth) -
     world = truth.world
     mine, theirs = truth.expected_pages("courtly"), truth.expected_pages("somebot")
     assert mine != theirs
-    assert world.url(_host(truth, "token_open"), "/") in mine
-    assert world.url(_host(truth, "token_open"), "/") not in theirs
-    assert world.url(_host(truth, "token_blocked"), "/") in theirs
-    seed = world.url(_host(truth, "missing"))
+    assert world.url(host_with_robots(truth, "token_open"), "/") in mine
+    assert world.url(host_with_robots(truth, "token_open"), "/") not in theirs
+    assert world.url(host_with_robots(truth, "token_blocked"), "/") in theirs
+    seed = world.url(host_with_robots(truth, "missing"))
     one_host = truth.expected_pages("courtly", scope="host", seeds=[seed])
     one_site = truth.expected_pages("courtly", scope="domain", seeds=[seed])
     assert one_host < one_site <= truth.expected_pages("courtly", scope="any", seeds=[seed])
@@ -57,22 +45,22 @@ def test_expected_pages_depend_on_the_token_and_the_scope(truth: SandboxTruth) -
 
 def test_disallowed_and_crawl_delay(truth: SandboxTruth) -> None:
     world = truth.world
-    rules = _host(truth, "rules")
+    rules = host_with_robots(truth, "rules")
     assert truth.disallowed(world.url(rules, "/private/0.html"), "courtly")
     assert not truth.disallowed(world.url(rules, "/private/open/0.html"), "courtly")
     assert truth.disallowed(world.url(rules, "/private/open/0.html"), "somebot")
     assert truth.disallowed(world.url(rules, "/no-courtly/0.html"), "courtly")
     assert not truth.disallowed(world.url(rules, "/no-courtly/0.html"), "somebot")
-    failing = _host(truth, "server_error")
+    failing = host_with_robots(truth, "server_error")
     assert truth.robots_unavailable(failing)
     assert truth.disallowed(world.url(failing, "/"), "courtly")
     assert not truth.disallowed(world.url(failing, "/robots.txt"), "courtly")
-    assert truth.robots_unavailable(_host(truth, "hang"))
-    assert not truth.robots_unavailable(_host(truth, "missing"))
+    assert truth.robots_unavailable(host_with_robots(truth, "hang"))
+    assert not truth.robots_unavailable(host_with_robots(truth, "missing"))
     assert not truth.disallowed("http://elsewhere.invalid/x", "courtly")
-    assert truth.crawl_delay_s(_host(truth, "crawl_delay"), "courtly") == 0.1
-    assert truth.crawl_delay_s(_host(truth, "crawl_delay"), "somebot") == 0.2
+    assert truth.crawl_delay_s(host_with_robots(truth, "crawl_delay"), "courtly") == 0.1
+    assert truth.crawl_delay_s(host_with_robots(truth, "crawl_delay"), "somebot") == 0.2
     assert truth.crawl_delay_s(rules, "courtly") == 0.0
-    moved = _host(truth, "redirect")
+    moved = host_with_robots(truth, "redirect")
     assert truth.is_robots_path(moved, "/robots-moved.txt")
     assert not truth.is_robots_path(rules, "/robots-moved.txt")
