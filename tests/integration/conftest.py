@@ -17,7 +17,11 @@ from typing import Any
 
 import pytest
 
+from courtly.archive.catalogue import CatalogueEntry
 from courtly.config import CrawlConfig
+from courtly.crawl import open_store
+from courtly.event_loop import run_async
+from courtly.frontier.config import QueueConfig
 from courtly.sandbox import AuditReport, RequestRecord, SandboxServer, SandboxSpec, load_log
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
@@ -122,6 +126,33 @@ def crawl_config(web: LiveWeb, state_dir: Path, **overrides: Any) -> CrawlConfig
     }
     values.update(overrides)
     return CrawlConfig(**values)
+
+
+def crawl_flags(web: LiveWeb, state_dir: Path, *, min_delay_s: float = MIN_DELAY_S) -> list[str]:
+    """The ``courtly crawl`` flags of :func:`crawl_config`'s sandbox settings: the state
+    directory, the web's hosts file, private addresses allowed, the test User-Agent, the
+    gap and the per-IP cap (add the seeds and the rest)."""
+    return [
+        "--state", str(state_dir),
+        "--hosts-file", str(web.server.hosts_file),
+        "--allow-private-networks",
+        "--user-agent", UA,
+        "--min-delay", str(min_delay_s),
+        "--per-ip", str(PER_IP),
+    ]  # fmt: skip
+
+
+def catalogue_of(config: CrawlConfig) -> list[CatalogueEntry]:
+    """Every catalogue entry of the crawl ``config`` describes, read from its store."""
+
+    async def read() -> list[CatalogueEntry]:
+        store = open_store(config, QueueConfig())
+        try:
+            return [entry async for entry in store.catalogue()]
+        finally:
+            await store.aclose()
+
+    return run_async(read())
 
 
 def assert_polite(report: AuditReport) -> None:

@@ -47,16 +47,19 @@ from warcio.exceptions import ArchiveLoadFailed
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.cli import main as cli_main
-from courtly.cli import run_async
-from courtly.crawl import open_store
-from courtly.frontier.config import QueueConfig
 from courtly.sandbox import RequestRecord, SandboxSpec, SandboxTruth, audit
 from courtly.sandbox.urls import split_url
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import PER_IP, UA, LiveWeb, crawl_config
+    from tests.integration.conftest import (
+        PER_IP,
+        LiveWeb,
+        catalogue_of,
+        crawl_config,
+        crawl_flags,
+    )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import PER_IP, UA, LiveWeb, crawl_config
+    from conftest import PER_IP, LiveWeb, catalogue_of, crawl_config, crawl_flags
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -119,17 +122,7 @@ def _command(web: LiveWeb, state: Path) -> list[str]:
         "crawl",
         "--seeds-file",
         str(web.server.seeds_file),
-        "--state",
-        str(state),
-        "--hosts-file",
-        str(web.server.hosts_file),
-        "--allow-private-networks",
-        "--user-agent",
-        UA,
-        "--min-delay",
-        str(MIN_DELAY_S),
-        "--per-ip",
-        str(PER_IP),
+        *crawl_flags(web, state, min_delay_s=MIN_DELAY_S),
         "--concurrency",
         str(CONCURRENCY),
         "--processes",  # one process: the kills and the resume look at its one state file
@@ -162,16 +155,7 @@ def _status(state: Path) -> dict[str, Any]:
 
 
 def _catalogue(web: LiveWeb, state: Path) -> list[CatalogueEntry]:
-    config = crawl_config(web, state, min_delay_s=MIN_DELAY_S)
-
-    async def read() -> list[CatalogueEntry]:
-        store = open_store(config, QueueConfig())
-        try:
-            return [entry async for entry in store.catalogue()]
-        finally:
-            await store.aclose()
-
-    return run_async(read())
+    return catalogue_of(crawl_config(web, state, min_delay_s=MIN_DELAY_S))
 
 
 def _readable(path: Path) -> bool:

@@ -30,7 +30,6 @@ from click.testing import CliRunner
 from warcio.archiveiterator import ArchiveIterator
 from yarl import URL
 
-from courtly.archive.catalogue import CatalogueEntry
 from courtly.autoscale import AutoscaleConfig
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
@@ -64,7 +63,9 @@ if TYPE_CHECKING:
         UA,
         LiveWeb,
         assert_polite,
+        catalogue_of,
         crawl_config,
+        crawl_flags,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
     from conftest import (
@@ -74,7 +75,9 @@ else:  # tests/integration is no package: pytest imports its conftest as "confte
         UA,
         LiveWeb,
         assert_polite,
+        catalogue_of,
         crawl_config,
+        crawl_flags,
     )
 
 pytestmark = pytest.mark.integration
@@ -157,17 +160,6 @@ def audit_of(run: CrawlRun) -> AuditReport:
         seeds=run.config.seeds,
         follow_sitemaps=run.config.follow_sitemaps,
     )
-
-
-def catalogue_of(config: CrawlConfig) -> list[CatalogueEntry]:
-    async def read() -> list[CatalogueEntry]:
-        store = open_store(config, QueueConfig())
-        try:
-            return [entry async for entry in store.catalogue()]
-        finally:
-            await store.aclose()
-
-    return run_async(read())
 
 
 def throttled(snapshot: CrawlSnapshot) -> int:
@@ -317,15 +309,7 @@ def _flags(web: LiveWeb, state: Path) -> list[str]:
         "crawl",
         "--seeds-file",
         str(web.server.seeds_file),
-        "--state",
-        str(state),
-        "--hosts-file",
-        str(web.server.hosts_file),
-        "--allow-private-networks",
-        "--min-delay",
-        str(MIN_DELAY_S),
-        "--per-ip",
-        str(PER_IP),
+        *crawl_flags(web, state),
         "--concurrency",
         str(CONCURRENCY),
         "--processes",  # the single-process crawl (the partitioned one: test_parallel.py)
@@ -353,7 +337,7 @@ def test_cli_max_time_status_export_and_toml_config(
     max_time_s = 2.5
     by_flags = tmp_path / "flags"
     began = time.monotonic()
-    result = _invoke([*_flags(web, by_flags), "--user-agent", UA, "--max-time", str(max_time_s)])
+    result = _invoke([*_flags(web, by_flags), "--max-time", str(max_time_s)])
     elapsed_s = time.monotonic() - began
     assert result.exit_code == ExitCode.LIMIT, result.output
     print(f"max-time {max_time_s} s: the crawl took {elapsed_s:.2f} s")

@@ -55,9 +55,16 @@ from courtly.sandbox import ROBOTS_VARIANTS, RequestRecord, SandboxSpec, audit
 from courtly.url import host_of
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import PER_IP, UA, LiveWeb, assert_polite, crawl_config
+    from tests.integration.conftest import (
+        PER_IP,
+        UA,
+        LiveWeb,
+        assert_polite,
+        crawl_config,
+        crawl_flags,
+    )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import PER_IP, UA, LiveWeb, assert_polite, crawl_config
+    from conftest import PER_IP, UA, LiveWeb, assert_polite, crawl_config, crawl_flags
 
 pytestmark = pytest.mark.integration
 
@@ -312,17 +319,10 @@ def test_a_signal_stops_every_partition_and_the_resume_ends_politely(
     web = serve_web(finite_small_spec())
     state = tmp_path / "state"
     config = crawl_config(web, state, concurrency=None)
-    hosts_file = config.hosts_file
-    assert hosts_file is not None
     command = [
         sys.executable, "-m", "courtly", "crawl",
         "--seeds-file", str(web.server.seeds_file),
-        "--state", str(state),
-        "--hosts-file", str(hosts_file),
-        "--allow-private-networks",
-        "--user-agent", UA,
-        "--min-delay", str(config.min_delay_s),
-        "--per-ip", str(PER_IP),
+        *crawl_flags(web, state),
         "--timeout", "10",
         "--progress-interval", "0.5",
     ]  # fmt: skip

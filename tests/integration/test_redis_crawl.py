@@ -33,9 +33,9 @@ from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec, audit
 from courtly.store.redis.address import connect
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import MIN_DELAY_S, PER_IP, UA, LiveWeb
+    from tests.integration.conftest import MIN_DELAY_S, PER_IP, LiveWeb, crawl_flags
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import MIN_DELAY_S, PER_IP, UA, LiveWeb
+    from conftest import MIN_DELAY_S, PER_IP, LiveWeb, crawl_flags
 
 pytestmark = [
     pytest.mark.integration,
@@ -77,17 +77,7 @@ def crawl_command(web: LiveWeb, store: str, crawl: str, state: Path) -> list[str
         store,
         "--crawl-name",
         crawl,
-        "--state",
-        str(state),
-        "--user-agent",
-        UA,
-        "--hosts-file",
-        str(web.server.hosts_file),
-        "--allow-private-networks",
-        "--min-delay",
-        str(MIN_DELAY_S),
-        "--per-ip",
-        str(PER_IP),
+        *crawl_flags(web, state),
         "--concurrency",
         str(CONCURRENCY),
         "--connect-timeout",

@@ -12,7 +12,7 @@ from typing import Any
 import click
 
 from courtly.cli.failures import expected_errors
-from courtly.cli.state_access import CRAWL_NAME, SHARED_STORE, open_existing, open_shared
+from courtly.cli.state_access import CRAWL_NAME, SHARED_STORE, STATE_DIR, open_existing, open_shared
 from courtly.event_loop import run_async
 from courtly.parallel import state_dirs
 from courtly.state_dir import STATE_FILE, check_writable
@@ -21,12 +21,7 @@ __all__ = ["export"]
 
 
 @click.command()
-@click.option(
-    "--state",
-    "state_dir",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="The state directory of the crawl.",
-)
+@STATE_DIR
 @SHARED_STORE
 @CRAWL_NAME
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)

@@ -16,7 +16,7 @@ from courtly.errors import StateError
 from courtly.frontier.config import QueueConfig
 from courtly.state_dir import STATE_FILE
 
-__all__ = ["CRAWL_NAME", "SHARED_STORE", "live_status", "open_existing", "open_shared"]
+__all__ = ["CRAWL_NAME", "SHARED_STORE", "STATE_DIR", "live_status", "open_existing", "open_shared"]
 
 
 def open_existing(state_dir: Path) -> Any:
@@ -56,3 +56,10 @@ def open_shared(store: str | None, crawl_name: str | None) -> Any:
 
 SHARED_STORE = click.option("--store", help="A shared crawl's Redis URL (with --crawl-name).")
 CRAWL_NAME = click.option("--crawl-name", help="The crawl's name in the --store.")
+STATE_DIR = click.option(
+    "--state",
+    "state_dir",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="The state directory of the crawl.",
+)
+"""``--state DIR`` of a reading command: an existing directory (or ``--store``)."""

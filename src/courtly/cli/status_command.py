@@ -13,6 +13,7 @@ from courtly.cli.failures import expected_errors
 from courtly.cli.state_access import (
     CRAWL_NAME,
     SHARED_STORE,
+    STATE_DIR,
     live_status,
     open_existing,
     open_shared,
@@ -28,12 +29,7 @@ __all__ = ["status", "status_lines"]
 
 
 @click.command()
-@click.option(
-    "--state",
-    "state_dir",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    help="The state directory of the crawl.",
-)
+@STATE_DIR
 @SHARED_STORE
 @CRAWL_NAME
 @click.option("--json", "as_json", is_flag=True, help="One JSON object instead of text.")
