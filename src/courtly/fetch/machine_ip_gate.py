@@ -22,12 +22,19 @@ Two addresses that share a bucket share one cap: stricter, never looser. Open
 file description locks (``F_OFD_SETLK``, Linux) are used where there are, else
 POSIX record locks (owned by the process: one gate per file per process then).
 
-Waiting: within a process the waiters of a bucket queue in the order they asked
-and only the first one polls (from 0.5 ms, doubling up to 2 ms), so a request
-starts at most one poll interval after a slot frees, and a process with many
-waiters polls no more often than one with a single waiter. Across processes a
-freed slot goes to the first process that polls: no strict order, but no
-process can take a slot more often by asking more.
+Taking turns. Within a process the waiters of a bucket queue in the order they
+asked and only the first one polls (from 0.5 ms, doubling up to 2 ms while the
+process has waiters there), so a request starts at most one poll interval after a
+slot frees, and a process with many waiters polls no more often than one with a
+single waiter. Across processes, a process with waiters on a bucket says so by
+holding a lock on its own "waiting" byte of the bucket; while another process
+waits, a new request never takes a free slot at once but queues and polls like
+the waiters (at the slowest interval from the start), so a busy process cannot
+keep retaking the slots it frees while the other process's waiter sleeps between
+polls (a first version without this starved the other process: 0.79 of the
+politeness bound, docs/parallel.md).
+Each process claims an identity (one of ``processes`` bytes) the same way; all
+of these locks go with the process when it dies.
 """
 
 from __future__ import annotations
@@ -50,14 +57,16 @@ _FIRST_POLL_S: Final = 0.0005
 _MAX_POLL_S: Final = 0.002
 _BUSY: Final = frozenset({errno.EAGAIN, errno.EACCES})
 _OFD_SETLK: Final[int | None] = getattr(fcntl, "F_OFD_SETLK", None)
+_OFD_GETLK: Final[int | None] = getattr(fcntl, "F_OFD_GETLK", None)
+_FLOCK: Final = struct.Struct("hhqqi4x")  # struct flock: type, whence, start, len, pid
 
 
 def _lock_byte(fd: int, offset: int, exclusive: bool) -> bool:
     """Lock (``exclusive``) or unlock the byte at ``offset``; False if another holds it."""
     try:
-        if _OFD_SETLK is not None:  # struct flock: l_type, l_whence, l_start, l_len, l_pid
+        if _OFD_SETLK is not None:
             kind = fcntl.F_WRLCK if exclusive else fcntl.F_UNLCK
-            fcntl.fcntl(fd, _OFD_SETLK, struct.pack("hhqqi", kind, os.SEEK_SET, offset, 1, 0))
+            fcntl.fcntl(fd, _OFD_SETLK, _FLOCK.pack(kind, os.SEEK_SET, offset, 1, 0))
         else:  # pragma: no cover - not Linux
             kind = fcntl.LOCK_EX | fcntl.LOCK_NB if exclusive else fcntl.LOCK_UN
             fcntl.lockf(fd, kind, 1, offset, os.SEEK_SET)
@@ -68,43 +77,103 @@ def _lock_byte(fd: int, offset: int, exclusive: bool) -> bool:
     return True
 
 
+def _locked_by_another(fd: int, offset: int) -> bool:
+    """Whether another open file (process) holds the byte at ``offset``. Asks the
+    kernel (``F_OFD_GETLK``) without taking it, so that asking never makes the holder-to-be
+    fail; elsewhere it takes and gives back the byte."""
+    if _OFD_GETLK is not None:
+        query = _FLOCK.pack(fcntl.F_WRLCK, os.SEEK_SET, offset, 1, 0)
+        kind = _FLOCK.unpack(fcntl.fcntl(fd, _OFD_GETLK, query))[0]
+        return bool(kind != fcntl.F_UNLCK)
+    if not _lock_byte(fd, offset, exclusive=True):  # pragma: no cover - not Linux
+        return True
+    _lock_byte(fd, offset, exclusive=False)  # pragma: no cover - not Linux
+    return False  # pragma: no cover - not Linux
+
+
+class _Waiters:
+    """This process's requests waiting for a bucket's slots, and its poll interval there
+    (kept for as long as any of them waits, so that a new first waiter does not poll
+    faster than another process's long-waiting one)."""
+
+    __slots__ = ("delay", "queue")
+
+    def __init__(self) -> None:
+        self.queue: deque[asyncio.Future[None]] = deque()
+        self.delay = _FIRST_POLL_S
+
+
 class MachineIpGate:
     """Slots of each address shared by the processes of one machine; an
     :class:`~courtly.fetch.ip_gate.IpGate`.
 
-    Make it in the parent with the path of a lock file (created if missing) and
-    pass it to each process when it is created: it pickles as its path and sizes,
-    and each process opens the file on first use. Use it from one event loop per
-    process.
+    Make it in the parent with the path of a lock file (created if missing) and the
+    number of processes that will use it, and pass it to each of them when they are
+    created: it pickles as its path and sizes, and each process opens the file (and
+    claims its identity) on first use. Use it from one event loop per process.
     """
 
-    def __init__(self, per_ip: int, path: Path, *, buckets: int = 1 << 16) -> None:
-        if per_ip < 1 or buckets < 1:
-            raise ValueError("per_ip and buckets must be >= 1")
+    def __init__(
+        self, per_ip: int, path: Path, *, processes: int = 1, buckets: int = 1 << 16
+    ) -> None:
+        if per_ip < 1 or buckets < 1 or processes < 1:
+            raise ValueError("per_ip, processes and buckets must be >= 1")
         self.per_ip = per_ip
         self.path = path
+        self.processes = processes
         self._buckets = buckets
         os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o644))
         self._start_local()
 
     def _start_local(self) -> None:
         self._fd: int | None = None
+        self._me = -1
         self._held: dict[int, set[int]] = {}
-        self._waiting: dict[int, deque[asyncio.Future[None]]] = {}
+        self._waiting: dict[int, _Waiters] = {}
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"per_ip": self.per_ip, "path": self.path, "buckets": self._buckets}
+        return {
+            "per_ip": self.per_ip,
+            "path": self.path,
+            "processes": self.processes,
+            "buckets": self._buckets,
+        }
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.per_ip = state["per_ip"]
         self.path = state["path"]
+        self.processes = state["processes"]
         self._buckets = state["buckets"]
         self._start_local()
 
+    # Byte offsets: slots [0, buckets * per_ip), then one identity byte per process,
+    # then a "waiting" byte per bucket and process.
+
     def _file(self) -> int:
         if self._fd is None:
-            self._fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            fd = os.open(self.path, os.O_RDWR | os.O_CLOEXEC)
+            ids = self._buckets * self.per_ip
+            me = next((k for k in range(self.processes) if _lock_byte(fd, ids + k, True)), -1)
+            if me < 0:
+                os.close(fd)
+                raise RuntimeError(
+                    f"{self.path}: more than {self.processes} processes use this gate"
+                )
+            self._fd, self._me = fd, me
         return self._fd
+
+    def _waiting_byte(self, bucket: int, process: int) -> int:
+        return self._buckets * self.per_ip + self.processes * (1 + bucket) + process
+
+    def waiting_elsewhere(self, ip: str) -> bool:
+        """Whether another process has a request waiting for a slot of ``ip``'s bucket."""
+        bucket = self._bucket(ip)
+        fd = self._file()
+        return any(
+            _locked_by_another(fd, self._waiting_byte(bucket, process))
+            for process in range(self.processes)
+            if process != self._me
+        )
 
     def _bucket(self, ip: str) -> int:
         return zlib.crc32(ip.encode()) % self._buckets
@@ -137,14 +206,14 @@ class MachineIpGate:
         return len(self._held.get(self._bucket(ip), ()))
 
     def in_use(self, ip: str) -> int:
-        """Slots of ``ip``'s bucket held now by any process (a probe that takes each free
-        slot for an instant: for tests and diagnostics, not for deciding to fetch)."""
-        taken = []
-        while (slot := self.try_take(ip)) is not None:
-            taken.append(slot)
-        for slot in taken:
-            self.give_back(ip, slot)
-        return self.per_ip - len(taken)
+        """Slots of ``ip``'s bucket held now, by this process or another one."""
+        bucket = self._bucket(ip)
+        fd = self._file()
+        base = bucket * self.per_ip
+        held = self._held.get(bucket, set())
+        return sum(
+            1 for slot in range(self.per_ip) if slot in held or _locked_by_another(fd, base + slot)
+        )
 
     @asynccontextmanager
     async def hold(self, ip: str) -> AsyncIterator[None]:
@@ -158,27 +227,34 @@ class MachineIpGate:
     async def _wait_for_slot(self, ip: str) -> int:
         bucket = self._bucket(ip)
         waiters = self._waiting.get(bucket)
-        if not waiters and (slot := self.try_take(ip)) is not None:
-            return slot  # nobody of this process waits before us: no queue
         if waiters is None:
-            waiters = self._waiting[bucket] = deque()
+            elsewhere = self.waiting_elsewhere(ip)
+            if not elsewhere and (slot := self.try_take(ip)) is not None:
+                return slot  # nobody waits before us, here or elsewhere: no queue
+            waiters = self._waiting[bucket] = _Waiters()
+            if elsewhere:  # behind another process's waiter: poll no faster than it
+                waiters.delay = _MAX_POLL_S
+            own = _lock_byte(self._file(), self._waiting_byte(bucket, self._me), exclusive=True)
+            assert own, "only this process takes its waiting byte"
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        waiters.append(turn)
+        waiters.queue.append(turn)
         try:
-            if waiters[0] is not turn:
+            if waiters.queue[0] is not turn:
                 await turn  # set when every earlier waiter of this process has its slot
-            delay = _FIRST_POLL_S
-            while (slot := self.try_take(ip)) is None:
-                await asyncio.sleep(delay)
-                delay = min(2 * delay, _MAX_POLL_S)
-            return slot
+            while True:  # a poll interval first: the slot was just found taken, or
+                await asyncio.sleep(waiters.delay)  # another process's waiter is due
+                waiters.delay = min(2 * waiters.delay, _MAX_POLL_S)
+                if (slot := self.try_take(ip)) is not None:
+                    return slot
         finally:
-            first = waiters[0] is turn
-            waiters.remove(turn)
-            if not waiters:
+            queue = waiters.queue
+            first = queue[0] is turn
+            queue.remove(turn)
+            if not queue:
                 del self._waiting[bucket]
-            elif first and not waiters[0].done():
-                waiters[0].set_result(None)
+                _lock_byte(self._file(), self._waiting_byte(bucket, self._me), exclusive=False)
+            elif first and not queue[0].done():
+                queue[0].set_result(None)
 
     def close(self) -> None:
         """Give back every slot this process holds and close the file."""

@@ -85,7 +85,7 @@ class PartitionedCrawl:
         # One --max-pages for the whole crawl: every partition claims from it before a
         # fetch, so the pages made add up to it exactly (see courtly.page_budget).
         budget = None if max_pages is None else SharedPageBudget.create(context, max_pages)
-        gate = MachineIpGate(self.config.per_ip, root / IP_SLOTS_FILE)  # the whole cap, shared
+        gate = MachineIpGate(self.config.per_ip, root / IP_SLOTS_FILE, processes=n)  # whole cap
         children = [
             context.Process(
                 target=child_main,

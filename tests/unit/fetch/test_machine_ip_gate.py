@@ -8,7 +8,10 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import os
+import pickle
 import signal
+import time
+from collections.abc import Callable
 from multiprocessing.connection import Connection
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
@@ -138,7 +141,7 @@ def _hold_and_hang(gate: MachineIpGate, slots: int, ready: Connection) -> None:
 
 
 def test_a_process_killed_holding_slots_gives_them_back(tmp_path: Path) -> None:
-    gate = MachineIpGate(2, tmp_path / "slots.lock", buckets=64)
+    gate = MachineIpGate(2, tmp_path / "slots.lock", processes=2, buckets=64)
     ready, child_end = CONTEXT.Pipe()
     child = CONTEXT.Process(target=_hold_and_hang, args=(gate, 2, child_end))
     child.start()
@@ -192,7 +195,8 @@ def _hold_often(
 )
 @given(per_ip=st.integers(1, 3), processes=st.integers(2, 3))
 def test_the_cap_holds_across_processes(tmp_path: Path, per_ip: int, processes: int) -> None:
-    gate = MachineIpGate(per_ip, tmp_path / f"slots-{per_ip}-{processes}.lock", buckets=64)
+    path = tmp_path / f"slots-{per_ip}-{processes}.lock"
+    gate = MachineIpGate(per_ip, path, processes=processes + 1, buckets=64)  # + this one
     inside, most = CONTEXT.Value("i", 0), CONTEXT.Value("i", 0)
     children = [
         CONTEXT.Process(target=_hold_often, args=(gate, 30, inside, most)) for _ in range(processes)
@@ -205,3 +209,74 @@ def test_the_cap_holds_across_processes(tmp_path: Path, per_ip: int, processes: 
     assert inside.value == 0
     assert 1 <= most.value <= per_ip
     assert gate.in_use(IP) == 0
+
+
+def _wait_and_hold(gate: MachineIpGate, talk: Connection) -> None:
+    """Child: wait for a slot of IP, say "held", hold it until told to let go."""
+
+    async def once() -> None:
+        async with gate.hold(IP):
+            talk.send("held")
+            talk.recv()
+
+    asyncio.run(once())
+
+
+def test_a_new_request_queues_while_another_process_waits(tmp_path: Path) -> None:
+    """A slot freed while another process waits is not retaken at once by a new request
+    of the process that freed it: that request queues and polls like the waiter."""
+    gate = MachineIpGate(1, tmp_path / "slots.lock", processes=2, buckets=64)
+    talk, child_end = CONTEXT.Pipe()
+    child = CONTEXT.Process(target=_wait_and_hold, args=(gate, child_end))
+
+    def until(condition: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + GUARD_S
+        while not condition():
+            assert time.monotonic() < deadline, "hung"
+            time.sleep(0.001)
+
+    async def scenario() -> None:
+        slot = gate.try_take(IP)
+        assert slot is not None  # this process holds the only slot
+        child.start()
+        until(lambda: gate.waiting_elsewhere(IP))  # the child queued for it
+        gate.give_back(IP, slot)
+        entered = asyncio.Event()
+
+        async def again() -> None:
+            async with gate.hold(IP):
+                entered.set()
+
+        task = asyncio.ensure_future(again())
+        await asyncio.sleep(0)  # the new request ran up to its first wait
+        assert not entered.is_set()  # it did not take the free slot past the waiter
+        async with asyncio.timeout(GUARD_S):  # then both get the slot, in either order
+            while not talk.poll():
+                await asyncio.wait([task], timeout=0.001)
+            assert talk.recv() == "held"
+            talk.send("let go")
+            await task
+
+    try:
+        asyncio.run(scenario())
+        child.join(GUARD_S)
+        assert child.exitcode == 0
+        assert not gate.waiting_elsewhere(IP)
+        assert gate.in_use(IP) == 0
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+        gate.close()
+
+
+def test_more_processes_than_the_gate_was_made_for_are_refused(tmp_path: Path) -> None:
+    first = MachineIpGate(1, tmp_path / "slots.lock", processes=1)
+    second = pickle.loads(pickle.dumps(first))  # as a child process gets it
+    try:
+        assert first.try_take(IP) is not None
+        with pytest.raises(RuntimeError, match="more than 1 processes"):
+            second.try_take(IP)
+    finally:
+        first.close()
+        second.close()
