@@ -11,8 +11,10 @@ import os
 import pickle
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from multiprocessing.connection import Connection
+from multiprocessing.process import BaseProcess
 from multiprocessing.sharedctypes import Synchronized
 from pathlib import Path
 
@@ -133,6 +135,18 @@ def test_addresses_in_other_buckets_do_not_wait_for_each_other(tmp_path: Path) -
 # -- across processes -------------------------------------------------------------------------
 
 
+@contextmanager
+def _cleaned_up(gate: MachineIpGate, child: BaseProcess) -> Iterator[None]:
+    """Kill ``child`` if a failed check left it running; close ``gate``."""
+    try:
+        yield
+    finally:
+        if child.is_alive():
+            child.kill()
+            child.join()
+        gate.close()
+
+
 def _hold_and_hang(gate: MachineIpGate, slots: int, ready: Connection) -> None:
     """Child: take ``slots`` slots of IP, say so, then wait to be killed."""
     taken = [gate.try_take(IP) for _ in range(slots)]
@@ -145,7 +159,7 @@ def test_a_process_killed_holding_slots_gives_them_back(tmp_path: Path) -> None:
     ready, child_end = CONTEXT.Pipe()
     child = CONTEXT.Process(target=_hold_and_hang, args=(gate, 2, child_end))
     child.start()
-    try:
+    with _cleaned_up(gate, child):
         assert ready.poll(GUARD_S)
         assert sorted(ready.recv()) == [0, 1]  # the child holds both slots
         assert gate.try_take(IP) is None  # so this process gets none
@@ -162,11 +176,6 @@ def test_a_process_killed_holding_slots_gives_them_back(tmp_path: Path) -> None:
 
         asyncio.run(take_both())
         assert gate.in_use(IP) == 0
-    finally:
-        if child.is_alive():
-            child.kill()
-            child.join()
-        gate.close()
 
 
 def _hold_often(
@@ -257,17 +266,12 @@ def test_a_new_request_queues_while_another_process_waits(tmp_path: Path) -> Non
             talk.send("let go")
             await task
 
-    try:
+    with _cleaned_up(gate, child):
         asyncio.run(scenario())
         child.join(GUARD_S)
         assert child.exitcode == 0
         assert not gate.waiting_elsewhere(IP)
         assert gate.in_use(IP) == 0
-    finally:
-        if child.is_alive():
-            child.kill()
-            child.join()
-        gate.close()
 
 
 def test_more_processes_than_the_gate_was_made_for_are_refused(tmp_path: Path) -> None:
