@@ -234,8 +234,10 @@ class MachineIpGate:
             waiters = self._waiting[bucket] = _Waiters()
             if elsewhere:  # behind another process's waiter: poll no faster than it
                 waiters.delay = _MAX_POLL_S
-            own = _lock_byte(self._file(), self._waiting_byte(bucket, self._me), exclusive=True)
-            assert own, "only this process takes its waiting byte"
+            # Other processes only read this byte (F_OFD_GETLK). Where they must take it to
+            # read it, this may fail for an instant: the wait is then not announced, which
+            # costs the other process its turn, never the cap.
+            _lock_byte(self._file(), self._waiting_byte(bucket, self._me), exclusive=True)
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         waiters.queue.append(turn)
         try:
