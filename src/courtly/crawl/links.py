@@ -10,10 +10,15 @@ admitted URL becomes a queue entry with its level, host key and depth.
 **URLs already known.** An admitted URL the store has already answered for in this
 process (queued or seen: it is in the store's seen-set, which never forgets) would only
 be answered "seen" again, so it gets no queue entry: no importance signals, no priority,
-no host key, no store lookup, no forwarding to another partition. Its scope, trap and
-walk checks still run (their skip reasons and the walk budget are as before), and it
-still receives its share of the page's cash and an in-link. The known set holds at most
-``max_known`` URLs and is emptied when full (the store answers "seen" again meanwhile).
+no host key, no store lookup, no forwarding to another partition; and its scope and trap
+checks, which read the URL alone and passed when it was queued, are skipped but for its
+depth (``too_deep``). Its walk check still runs (its skip reasons and the walk budget are
+as before), and it still receives its share of the page's cash and an in-link. What
+changes is only what the store would have said again: a known URL is no longer counted
+as dropped for the host's budget or a retired host, and the mean cash of admitted URLs
+(:meth:`~courtly.frontier.importance.Importance.admit`) is over the URLs queued. The known
+set holds at most ``max_known`` URLs and is emptied when full (the store answers "seen"
+again meanwhile).
 """
 
 from __future__ import annotations
@@ -169,13 +174,18 @@ class LinkAdmission:
         scope = self.scope
         assert scope is not None
         check, traps, trap_reason = scope.check, self._traps, _trap_reason
-        walks = self.walks
+        # A known URL passed the scope and trap checks before (they read the URL alone),
+        # but for its depth.
+        too_deep = "too_deep" if scope.max_depth is not None and depth > scope.max_depth else None
+        walks, known = self.walks, self._known
         skipped: list[CatalogueEntry] = []
         chains: dict[str, int] = {}
         admitted: list[str] = []
+        fresh: list[bool] = []
         referrer_chain = walks.read(page_url)
         for url in links:
-            reason = check(url, depth) or trap_reason(url, traps)
+            is_new = url not in known
+            reason = (check(url, depth) or trap_reason(url, traps)) if is_new else too_deep
             if reason is None:
                 reason, chain = walks.check(page_url, referrer_chain, url)
                 if reason is None and chain:
@@ -187,17 +197,18 @@ class LinkAdmission:
                 )
                 continue
             admitted.append(url)
+            fresh.append(is_new)
         queued: list[QueuedUrl] = []
+        importance = self.importance
         if not admitted:
-            self.importance.read(page_url, authority_of_canonical(page_url), ())
+            importance.read(page_url, authority_of_canonical(page_url), ())
             return queued, skipped, chains
         hosts = [authority_of_canonical(url) for url in admitted]
-        importance = self.importance
         pairs = list(zip(admitted, hosts, strict=True))
         importance.read(page_url, authority_of_canonical(page_url), pairs)
-        known, admit, host_key, levels = self._known, importance.admit, self._host_key, self._levels
-        for url, host in zip(admitted, hosts, strict=True):
-            if url in known:
+        admit, host_key, levels = importance.admit, self._host_key, self._levels
+        for (url, host), is_new in zip(pairs, fresh, strict=True):
+            if not is_new:
                 continue
             inlinks, cash_ratio, quality = admit(url, host)
             try:
@@ -226,7 +237,7 @@ class LinkAdmission:
             self.walks.settle(referrer, url, chain, queued=url in queued)
 
     def sitemap_candidates(self, decision: RobotsDecision) -> list[Candidate]:
-        """The robots.txt ``Sitemap:`` URLs to queue: in scope, new, at most :data:`MAX_SITEMAPS`."""
+        """The robots.txt ``Sitemap:`` URLs to queue (in scope, new; see :data:`MAX_SITEMAPS`)."""
         assert self.scope is not None
         candidates: list[Candidate] = []
         for raw in decision.sitemaps:
