@@ -14,7 +14,7 @@ import dataclasses
 import json
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.archive.warc import WarcWriter
@@ -46,11 +46,13 @@ from courtly.frontier.records import AddStatus, FrontierCounts, Lease, Outcome, 
 from courtly.observe.observation import Observation
 from courtly.observe.status_file import StatusFile, TickToProgress, last_run_record
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
-from courtly.recrawl import Recrawl
 from courtly.robots import RobotsCache, authority_of, product_token
 from courtly.stop import ending
 from courtly.store.base import FrontierStore, QueuedCounts
 from courtly.url import Scope, canonicalize
+
+if TYPE_CHECKING:
+    from courtly.recrawl import Recrawl  # loads numpy: imported only by a recrawl
 
 __all__ = ["STATUS_FILE", "Crawler", "build_crawler"]
 
@@ -175,6 +177,8 @@ class Crawler:
         )
         self.recrawl: Recrawl | None = None
         if config.recrawl:
+            from courtly.recrawl import Recrawl
+
             self.recrawl = Recrawl(config, self._store, self.frontier, self._clock)
         self._pages = PagePipeline(
             frontier=self.frontier,

@@ -16,6 +16,7 @@ import dataclasses
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING
 
 import xxhash
 
@@ -38,9 +39,11 @@ from courtly.frontier.frontier import Frontier
 from courtly.frontier.politeness import parse_retry_after
 from courtly.frontier.records import AddStatus, Lease, Outcome, OutcomeKind, QueuedUrl
 from courtly.page_budget import FetchClaims
-from courtly.recrawl import Recrawl
 from courtly.robots import RobotsDecision
 from courtly.store.base import FrontierStore
+
+if TYPE_CHECKING:
+    from courtly.recrawl import Recrawl  # loads numpy: imported only by a recrawl
 
 __all__ = ["PagePipeline", "drop_reasons"]
 
