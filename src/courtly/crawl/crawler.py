@@ -494,7 +494,7 @@ class Crawler:
                 # each fetch started holds a unit of --max-pages until it ends
                 free = budget.claim(free)
             if free <= 0:
-                await idle(self._wake, self._clock, _IDLE_S)
+                await self._idle(_IDLE_S)
                 continue
             batch = await self.frontier.lease(free)
             if budget is not None:
@@ -528,7 +528,12 @@ class Crawler:
             wait_s = _IDLE_S
             if batch.next_ready_at is not None:
                 wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
-            await idle(self._wake, self._clock, wait_s)
+            await self._idle(wait_s)
+
+    async def _idle(self, wait_s: float) -> None:
+        """The dispatcher's one wait: ``wait_s`` seconds on the crawl's clock, or less if
+        woken (tests hook it to check that no fetcher waits while a host is ready)."""
+        await idle(self._wake, self._clock, wait_s)
 
     def _local_per_ip(self) -> int:
         """Requests this process may have in flight to one address: the whole cap when a
@@ -558,7 +563,7 @@ class Crawler:
                 await fetches.abandon(list(fetches.tasks), self.frontier, self._clock)
                 return
             self._wake.clear()
-            await idle(self._wake, self._clock, left)
+            await self._idle(left)
 
     async def _process(self, lease: Lease) -> None:
         """One lease: robots.txt first (fetched under this lease if unknown), then the page."""

@@ -283,14 +283,13 @@ class UrlJoiner:
     def _join_parsed(self, text: str) -> str | None:
         """RFC 3986 reference resolution over yarl's parse of ``text`` (no backslash, no scheme
         other than http(s) followed by ``//``); ``None`` to defer to WHATWG."""
-        if text[0] != "/" or text[1:2] != "/":
-            if _PLAIN_PATH_RE.fullmatch(text) is not None:
-                # A path of unreserved characters and slashes (most hrefs): nothing to parse,
-                # escape or drop, so the answer is the base's origin and the resolved path.
-                path = text if text[0] == "/" else self._base_dir + text
-                if "/." in path:
-                    path = _remove_dot_segments(path)
-                return self._origin + path
+        if not text.startswith("//") and _PLAIN_PATH_RE.fullmatch(text) is not None:
+            # A path of unreserved characters and slashes (most hrefs): nothing to parse,
+            # escape or drop, so the answer is the base's origin and the resolved path.
+            path = text if text[0] == "/" else self._base_dir + text
+            if "/." in path:
+                path = _remove_dot_segments(path)
+            return self._origin + path
         ref = URL(text)
         if ref.scheme:
             return _serialize(ref, self._params)
