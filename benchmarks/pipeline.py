@@ -25,14 +25,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from profile_crawl import wide_spec
-
 from courtly.clock import FakeClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler
 from courtly.fetch.memory import MemoryFetcher
 from courtly.sandbox import SandboxWorld
 from courtly.sandbox.resources import Page as SandboxPage
+from profile_crawl import wide_spec
 
 USER_AGENT = "courtly/0.1 (+https://courtly.invalid/bot; bench@courtly.invalid)"
 
