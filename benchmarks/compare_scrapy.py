@@ -849,12 +849,12 @@ def targets(results: dict[str, Any]) -> dict[str, bool | None]:
 PROFILE_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("archive (WARC + gzip)", ("archive/warc.py",)),
     ("parse (HTML links, sitemaps)", ("parse/links.py", "parse/sitemaps.py", "selectolax")),
-    ("canonicalise + scope + traps", ("courtly/url/", "Frontier.queued_url")),
+    ("canonicalise + scope + traps", ("courtly/url/", "Frontier.queued_url", "crawl/links.py")),
     ("robots.txt", ("courtly/robots/",)),
     ("store: catalogue", ("SqliteStore.record", "SqliteStore._record", "_catalogue_row")),
     ("frontier + SQLite store", ("courtly/frontier/", "courtly/store/")),
     ("fetch (aiohttp, DNS, sockets)", ("courtly/fetch/", "aiohttp/", "aiohappyeyeballs/")),
-    ("crawl loop (workers, leases, idle waits)", ("courtly/crawl.py",)),
+    ("crawl loop (workers, leases, idle waits)", ("courtly/crawl.py", "courtly/crawl/")),
 )
 
 

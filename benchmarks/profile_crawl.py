@@ -63,7 +63,12 @@ WIDE_ROBOTS = (
 #: name -> stack markers; a sample counts for a name when any frame contains a marker.
 HOT_PATHS: dict[str, tuple[str, ...]] = {
     "WARC writing": ("archive/warc.py",),
-    "robots.txt (fetch, parse, cache, persist)": ("_fetch_robots", "_restore_robots"),
+    "robots.txt (fetch, parse, cache, persist)": (
+        "_fetch_robots",
+        "_restore_robots",
+        "RobotsGate.fetch",
+        "RobotsGate._restore",
+    ),
     "robots.txt parse + match": (
         "courtly/robots/parse.py",
         "courtly/robots/rules.py",
@@ -72,7 +77,7 @@ HOT_PATHS: dict[str, tuple[str, ...]] = {
     ),
     "link extraction (parse/links.py)": ("parse/links.py",),
     "URL join + canonicalise": ("courtly/url/canonical.py",),
-    "links of a page (extract, join, scope, queue)": ("_links_of",),
+    "links of a page (extract, join, scope, queue)": ("_links_of", "LinkAdmission.read"),
     "frontier + store": ("courtly/frontier/", "courtly/store/"),
     "SQLite commit": ("commit (", "_commit", "flush (courtly/store"),
     "fetch (HttpFetcher + aiohttp)": ("courtly/fetch/", "aiohttp/"),

@@ -3,8 +3,10 @@
 The crawl and the frontier publish frozen events on an :class:`EventBus`; stats for the
 dashboard and the metrics (:mod:`courtly.observe.tally`), the per-host table
 (:mod:`courtly.observe.hosts`), ``status.json`` (:mod:`courtly.observe.status_file`) and
-the terminal progress each subscribe. Publishing is a loop over a short list of
-subscribers in the crawl's own event loop: no queue, no thread, no copy. A subscriber
+the terminal progress and the crawl's own counters (:mod:`courtly.crawl.stats`) each
+subscribe, to every kind of event or to the kinds they read. Publishing is a loop over the
+short list of subscribers to that kind, in the crawl's own event loop: no queue, no thread,
+no copy. A subscriber
 must be quick and must not block; one that raises is logged and kept (an observer never
 stops a crawl).
 
@@ -14,6 +16,7 @@ Times named ``at`` are epoch seconds from the crawl's clock.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
@@ -23,15 +26,20 @@ if TYPE_CHECKING:
     from courtly.crawl import CrawlSnapshot
 
 __all__ = [
+    "EVENT_KINDS",
+    "AttemptFailed",
+    "AttemptRetried",
     "Event",
     "EventBus",
     "FetchDone",
     "HostLeased",
     "HostStateChanged",
     "LeaseExpired",
+    "PageDone",
     "RobotsResult",
     "Subscriber",
     "Tick",
+    "UrlsSkipped",
 ]
 
 log = logging.getLogger("courtly.events")
@@ -89,13 +97,79 @@ class RobotsResult:
 
 
 @dataclass(frozen=True, slots=True)
+class PageDone:
+    """A lease made its page: a response that is kept (not to be tried again). ``redirect``
+    is true when it was a redirect naming a valid target (queued like a link)."""
+
+    at: float
+    host_key: str
+    status: int
+    redirect: bool
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptFailed:
+    """A request did not succeed beyond what :class:`FetchDone` says: ``reason`` is
+    ``http_<status>`` (a response that is no success), ``interrupted`` (the body broke off),
+    ``robots_blocked`` or ``robots_unreachable`` (no robots.txt response at all)."""
+
+    at: float
+    host_key: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptRetried:
+    """A failed attempt goes back to its queue to be made again (``reason``: its catalogue
+    fail reason, if any)."""
+
+    at: float
+    host_key: str
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class UrlsSkipped:
+    """URLs not queued, one reason each (``robots``, ``out_of_scope``, ``too_deep``, a trap,
+    ``budget``, ``host_retired``, ``invalid``, ``invalid_seed``, ``page_nofollow``...)."""
+
+    at: float
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Tick:
     """The periodic snapshot (every ``progress_interval_s``, and once at the end)."""
 
     snapshot: CrawlSnapshot
 
 
-Event = FetchDone | HostLeased | HostStateChanged | LeaseExpired | RobotsResult | Tick
+Event = (
+    FetchDone
+    | HostLeased
+    | HostStateChanged
+    | LeaseExpired
+    | RobotsResult
+    | PageDone
+    | AttemptFailed
+    | AttemptRetried
+    | UrlsSkipped
+    | Tick
+)
+
+EVENT_KINDS: tuple[type[Event], ...] = (
+    FetchDone,
+    HostLeased,
+    HostStateChanged,
+    LeaseExpired,
+    RobotsResult,
+    PageDone,
+    AttemptFailed,
+    AttemptRetried,
+    UrlsSkipped,
+    Tick,
+)
+"""Every kind of event, in the order of the union above."""
 
 
 class Subscriber(Protocol):
@@ -105,18 +179,21 @@ class Subscriber(Protocol):
 
 
 class EventBus:
-    """Subscribers, in order of subscription; :meth:`publish` calls each one."""
+    """Subscribers, in order of subscription; :meth:`publish` calls each one that
+    subscribed to the event's kind."""
 
-    __slots__ = ("_subscribers",)
+    __slots__ = ("_by_kind",)
 
     def __init__(self) -> None:
-        self._subscribers: list[Subscriber] = []
+        self._by_kind: dict[type, list[Subscriber]] = {kind: [] for kind in EVENT_KINDS}
 
-    def subscribe(self, subscriber: Subscriber) -> None:
-        self._subscribers.append(subscriber)
+    def subscribe(self, subscriber: Subscriber, kinds: Iterable[type[Event]] | None = None) -> None:
+        """Call ``subscriber`` for every event of ``kinds`` from now on (default: every kind)."""
+        for kind in EVENT_KINDS if kinds is None else kinds:
+            self._by_kind[kind].append(subscriber)
 
     def publish(self, event: Event) -> None:
-        for subscriber in self._subscribers:
+        for subscriber in self._by_kind[type(event)]:
             try:
                 subscriber.notify(event)
             except Exception:  # an observer never stops the crawl

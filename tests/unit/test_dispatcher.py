@@ -74,4 +74,5 @@ def test_no_fetcher_waits_while_a_host_is_ready(
     snapshot, crawler = asyncio.run(crawl())
     assert snapshot.stop_reason == "done"
     assert snapshot.pages == hosts * pages  # every page, so the check saw the whole crawl
+    assert crawler.waits > 0  # the hook saw the dispatcher wait
     assert crawler.idle_while_ready == []

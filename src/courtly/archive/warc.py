@@ -62,6 +62,7 @@ from yarl import URL
 
 from courtly.clock import Clock, SystemClock
 from courtly.fetch.records import FetchResult
+from courtly.url.host import canonical_authority
 
 __all__ = [
     "DEFAULT_GZIP_LEVEL",
@@ -186,12 +187,18 @@ def _response_headers(result: FetchResult) -> list[tuple[str, str]]:
 
 
 def _request_block(result: FetchResult) -> bytes:
-    try:
-        url = URL(result.url)
-        target = url.raw_path_qs or "/"
-        host = url.raw_authority
-    except (ValueError, TypeError):
-        target, host = result.url, ""
+    authority = canonical_authority(result.url)
+    if authority is not None and "#" not in result.url:
+        # A canonical URL (the crawl's): the target and Host header are slices of it.
+        host = authority
+        target = result.url[result.url.index("/", result.url.index("://") + 3) :]
+    else:
+        try:
+            url = URL(result.url)
+            target = url.raw_path_qs or "/"
+            host = url.raw_authority
+        except (ValueError, TypeError):
+            target, host = result.url, ""
     headers = list(result.request_headers)
     if host and not any(name.lower() == "host" for name, _ in headers):
         headers.insert(0, ("Host", host))

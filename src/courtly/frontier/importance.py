@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Importance", "ImportanceConfig", "ImportanceSignals"]
+__all__ = ["Importance", "ImportanceConfig", "ImportanceSignals", "authority_of_canonical"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,8 +84,8 @@ class Importance:
     def rank(self, page: str, links: Sequence[str]) -> list[ImportanceSignals]:
         """:meth:`read` ``page``'s distinct canonical ``links``, then the signals of each
         (hosts are the URLs' authorities)."""
-        hosts = [_authority(url) for url in links]
-        self.read(page, _authority(page), list(zip(links, hosts, strict=True)))
+        hosts = [authority_of_canonical(url) for url in links]
+        self.read(page, authority_of_canonical(page), list(zip(links, hosts, strict=True)))
         return [self.signals(url, host) for url, host in zip(links, hosts, strict=True)]
 
     def read(self, page: str, page_host: str, links: Sequence[tuple[str, str]]) -> None:
@@ -107,17 +107,22 @@ class Importance:
 
     def signals(self, url: str, host: str) -> ImportanceSignals:
         """The prioritiser's inputs for ``url`` now; counts it as admitted (for the mean)."""
+        return ImportanceSignals(*self.admit(url, host))
+
+    def admit(self, url: str, host: str) -> tuple[int, float, float]:
+        """:meth:`signals` as a plain ``(inlinks, cash_ratio, host_quality)`` tuple."""
         cash = self._cash.get(url, 0.0)
         mean = self._admitted_cash / self._admitted if self._admitted else cash
         self._admitted += 1
         self._admitted_cash += cash
         ratio = cash / mean if mean > 0 else 1.0
         quality = min(1.0, 0.5 * self._host_links.get(host, 0) / self._config.quality_links)
-        return ImportanceSignals(self._inlinks.get(url, 0), ratio, quality)
+        return self._inlinks.get(url, 0), ratio, quality
 
 
-def _authority(url: str) -> str:
-    """The authority of a canonical URL (``host[:port]``)."""
+def authority_of_canonical(url: str) -> str:
+    """The authority of a canonical URL (``host[:port]``): the host :meth:`Importance.read`
+    and :meth:`Importance.admit` expect."""
     start = url.find("://") + 3
     end = url.find("/", start)
     return url[start:end] if end >= 0 else url[start:]

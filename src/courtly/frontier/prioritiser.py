@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["PrioritySignals", "prioritise"]
+__all__ = ["PrioritySignals", "level_of", "prioritise"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,15 +43,37 @@ def prioritise(
     """The front-queue level for a URL with these signals (see the module doc)."""
     if signals.is_seed or signals.is_recrawl:
         return 0
-    level = 1 + signals.depth // depth_step
-    level -= signals.inlinks // inlinks_step
-    if signals.host_quality >= 0.5:
+    return level_of(
+        signals.depth,
+        signals.inlinks,
+        signals.host_quality,
+        signals.cash_ratio,
+        levels,
+        depth_step,
+        inlinks_step,
+    )
+
+
+def level_of(
+    depth: int,
+    inlinks: int,
+    host_quality: float,
+    cash_ratio: float,
+    levels: int,
+    depth_step: int = 2,
+    inlinks_step: int = 4,
+) -> int:
+    """:func:`prioritise` for a discovered URL (neither seed nor recrawl), from plain values
+    (the link path calls it once per link, without building the signals)."""
+    level = 1 + depth // depth_step
+    level -= inlinks // inlinks_step
+    if host_quality >= 0.5:
         level -= 1
-    elif signals.host_quality <= -0.5:
+    elif host_quality <= -0.5:
         level += 1
-    if signals.cash_ratio >= 2.0:
+    if cash_ratio >= 2.0:
         level -= 1
-    elif signals.cash_ratio <= 0.5:
+    elif cash_ratio <= 0.5:
         level += 1
     if level < 0:
         return 0

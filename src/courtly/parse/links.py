@@ -116,23 +116,32 @@ def _is_crawlable(url: str) -> bool:
 
 
 class _DefaultJoiner:
-    """yarl join with ada fallback; the base is parsed once."""
+    """yarl join with ada fallback; the base is parsed once, on the first join (a page
+    whose hrefs all go through the caller's ``join`` never parses it)."""
 
-    __slots__ = ("_base", "_base_url")
+    __slots__ = ("_base", "_base_url", "_parsed")
 
     def __init__(self, base: str) -> None:
         self._base = base
-        try:
-            self._base_url: URL | None = URL(base)
-        except (ValueError, TypeError):
-            self._base_url = None
+        self._base_url: URL | None = None
+        self._parsed = False
+
+    def _parsed_base(self) -> URL | None:
+        if not self._parsed:
+            self._parsed = True
+            try:
+                self._base_url = URL(self._base)
+            except (ValueError, TypeError):
+                self._base_url = None
+        return self._base_url
 
     def join(self, href: str) -> str | None:
         joined: str
         try:
-            if self._base_url is None:
+            base_url = self._parsed_base()
+            if base_url is None:
                 raise ValueError("unparsable base")
-            url = self._base_url.join(URL(href))
+            url = base_url.join(URL(href))
             if url.scheme not in ("http", "https") or not url.raw_host:
                 return None
             joined = str(url)
@@ -354,10 +363,13 @@ def _collect(
             resolved[href] = url
         if url is None:
             continue
-        rel_set = rel.split() if rel else ()
-        nofollow = "nofollow" in rel_set
-        if kind == "link" and canonical is None and "canonical" in rel_set:
-            canonical = url
+        if rel:
+            rel_set = rel.split()
+            nofollow = "nofollow" in rel_set
+            if kind == "link" and canonical is None and "canonical" in rel_set:
+                canonical = url
+        else:
+            nofollow = False
         seen = by_url.get(url)
         if seen is not None:
             if seen.nofollow and not nofollow:

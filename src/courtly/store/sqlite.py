@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 import random
 import sqlite3
 from collections import deque
@@ -171,15 +172,20 @@ def _unsigned64(value: int | None) -> int | None:
     return None if value is None else value & (_U64 - 1)
 
 
+_CATALOGUE_VALUES: Final = operator.attrgetter(*_CATALOGUE_FIELDS)
+_CONVERTED: Final = tuple(
+    (i, name)
+    for i, name in enumerate(_CATALOGUE_FIELDS)
+    if name in _HASH_FIELDS or name == "noindex"
+)
+
+
 def _catalogue_row(entry: CatalogueEntry) -> tuple[Any, ...]:
-    row: list[Any] = []
-    for name in _CATALOGUE_FIELDS:
-        value = getattr(entry, name)
-        if name in _HASH_FIELDS:
-            value = _signed64(value)
-        elif name == "noindex":
-            value = int(value)
-        row.append(value)
+    """The catalogue row of ``entry``, in :data:`_CATALOGUE_FIELDS` order: hashes as signed
+    64-bit integers, ``noindex`` as 0 or 1."""
+    row = list(_CATALOGUE_VALUES(entry))
+    for i, name in _CONVERTED:
+        row[i] = int(row[i]) if name == "noindex" else _signed64(row[i])
     return tuple(row)
 
 

@@ -283,6 +283,13 @@ class UrlJoiner:
     def _join_parsed(self, text: str) -> str | None:
         """RFC 3986 reference resolution over yarl's parse of ``text`` (no backslash, no scheme
         other than http(s) followed by ``//``); ``None`` to defer to WHATWG."""
+        if not text.startswith("//") and _PLAIN_PATH_RE.fullmatch(text) is not None:
+            # A path of unreserved characters and slashes (most hrefs): nothing to parse,
+            # escape or drop, so the answer is the base's origin and the resolved path.
+            path = text if text[0] == "/" else self._base_dir + text
+            if "/." in path:
+                path = _remove_dot_segments(path)
+            return self._origin + path
         ref = URL(text)
         if ref.scheme:
             return _serialize(ref, self._params)
@@ -308,6 +315,10 @@ class UrlJoiner:
 
 
 _SEPARATORS: Final = "/\\"
+# A relative reference that is a bare path of unreserved characters (RFC 3986) and slashes,
+# with no colon, percent-escape, query, fragment, ';' parameter or space: yarl would read it
+# as it is.
+_PLAIN_PATH_RE: Final = re.compile(r"[A-Za-z0-9._~/-]+")
 
 
 def _slashes(text: str, start: int) -> int:

@@ -185,3 +185,25 @@ def test_sibling_pages_share_answers_through_the_cache() -> None:
 def test_a_cache_is_shared_only_at_its_max_length() -> None:
     with pytest.raises(ValueError, match="max_length"):
         UrlJoiner("http://a.test/", max_length=100, cache=JoinCache())
+
+
+_PLAIN_BASES = (
+    "http://example.com/",
+    "http://example.com/dir/page.html?x=1",
+    "https://www.site0.test:8080/p/a/b/",
+)
+
+
+@settings(max_examples=400)
+@given(
+    base=st.sampled_from(_PLAIN_BASES),
+    href=st.text(alphabet="abZ09._~/-", min_size=1, max_size=24).filter(
+        lambda h: not h.startswith("//")
+    ),
+)
+def test_plain_path_hrefs_join_as_a_whatwg_parser_joins_them(base: str, href: str) -> None:
+    """A bare path of unreserved characters takes the joiner's shortcut (no yarl parse);
+    its answer is the WHATWG join of the same href, canonicalised."""
+    expected = canonicalize(ada_url.join_url(canonicalize(base), href))
+    assert UrlJoiner(base).join(href) == expected
+    assert UrlJoiner(base, cache=JoinCache()).join(href) == expected

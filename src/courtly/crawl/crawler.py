@@ -1,0 +1,644 @@
+"""The crawler: its lifecycle, the dispatcher, and what each lease does first.
+
+See :mod:`courtly.crawl` for the data flow of a lease. This module starts and stops the
+crawl (seeds, the stored configuration, the deadline, progress ticks, the stop grace),
+runs the dispatcher (:mod:`courtly.crawl.dispatch`), and sends each lease to robots.txt
+(:mod:`courtly.crawl.robots_gate`) or to the page pipeline (:mod:`courtly.crawl.page`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.archive.warc import WarcWriter
+from courtly.autoscale import AutoscaleConfig, Autoscaler
+from courtly.clock import Clock, SystemClock
+from courtly.config import CrawlConfig, shorten
+from courtly.crawl.dispatch import Fetches, idle
+from courtly.crawl.links import LinkAdmission
+from courtly.crawl.page import PagePipeline, drop_reasons
+from courtly.crawl.records import CrawlSnapshot, OnPage, Partition, ProgressSink
+from courtly.crawl.robots_gate import RobotsGate
+from courtly.crawl.stats import STATS_EVENTS, CrawlStats
+from courtly.crawl.wiring import (
+    frontier_config,
+    host_key_function,
+    is_shared,
+    open_store,
+    shared_ip_gate,
+)
+from courtly.errors import InvalidURL, StateError
+from courtly.events import EventBus, RobotsResult, Tick, UrlsSkipped
+from courtly.fetch.config import FetchConfig
+from courtly.fetch.http_fetcher import HttpFetcher
+from courtly.fetch.machine_ip_gate import MachineIpGate
+from courtly.fetch.records import Fetcher
+from courtly.frontier.frontier import Candidate, Frontier
+from courtly.frontier.politeness import PolitenessConfig
+from courtly.frontier.records import AddStatus, FrontierCounts, Lease, Outcome, QueuedUrl
+from courtly.observe.observation import Observation
+from courtly.observe.status_file import StatusFile, TickToProgress, last_run_record
+from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
+from courtly.robots import RobotsCache, authority_of, product_token
+from courtly.stop import ending
+from courtly.store.base import FrontierStore, QueuedCounts
+from courtly.url import Scope, canonicalize
+
+if TYPE_CHECKING:
+    from courtly.recrawl import Recrawl  # loads numpy: imported only by a recrawl
+
+__all__ = ["STATUS_FILE", "Crawler", "build_crawler"]
+
+log = logging.getLogger("courtly.crawl")
+
+_CLOSE_RESERVE_S = 0.5
+"""The part of the stop grace kept for closing the store, the archive and the connections:
+after a stop, requests in flight get ``config.stop_grace_s`` less this, then are abandoned,
+so ``run`` returns within the grace of the stop (of ``max_time_s``)."""
+_IDLE_S = 0.5
+"""Longest the dispatcher waits without a completion, a due host or a new fetcher count."""
+STATUS_FILE = "status.json"
+"""Written to the state directory with every progress tick: what ``courtly status``
+shows while the crawl holds its state file."""
+
+
+def build_crawler(
+    config: CrawlConfig,
+    *,
+    on_page: OnPage | None = None,
+    clock: Clock | None = None,
+    store: FrontierStore | None = None,
+    fetcher: Fetcher | None = None,
+    progress: ProgressSink | None = None,
+    partition: Partition | None = None,
+    politeness: PolitenessConfig | None = None,
+    autoscale: AutoscaleConfig | None = None,
+    stop_grace_s: float | None = None,
+) -> Crawler:
+    """Wire a crawler from a config; every collaborator can be injected."""
+    return Crawler(
+        config,
+        on_page=on_page,
+        clock=clock,
+        store=store,
+        fetcher=fetcher,
+        progress=progress,
+        partition=partition,
+        politeness=politeness,
+        autoscale=autoscale,
+        stop_grace_s=stop_grace_s,
+    )
+
+
+class Crawler:
+    """A polite crawl of ``config.seeds`` within ``config.scope``.
+
+    ``await crawler.run()`` crawls until the frontier is empty, ``max_pages`` or
+    ``max_time_s`` is reached, or :meth:`request_stop` is called, and returns
+    the final :class:`CrawlSnapshot`. ``on_page`` (sync or async) sees every
+    fetched page. A state directory that already holds a crawl is resumed.
+
+    ``politeness`` replaces the politeness settings derived from ``config`` (tests
+    use short retry and back-off times); ``autoscale`` the fetcher-count policy
+    derived from ``config.concurrency``; ``stop_grace_s`` the grace after a stop (default:
+    ``config.stop_grace_s``). ``machine_gate`` (one process of a partitioned crawl) keeps
+    the per-IP cap over all the crawl's processes: this one may then use up to its
+    ``per_ip`` slots of an address, not only ``config.per_ip``, its share.
+    """
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        on_page: OnPage | None = None,
+        clock: Clock | None = None,
+        store: FrontierStore | None = None,
+        fetcher: Fetcher | None = None,
+        progress: ProgressSink | None = None,
+        partition: Partition | None = None,
+        politeness: PolitenessConfig | None = None,
+        autoscale: AutoscaleConfig | None = None,
+        stop_grace_s: float | None = None,
+        page_budget: PageBudget | None = None,
+        machine_gate: MachineIpGate | None = None,
+        events: EventBus | None = None,
+    ) -> None:
+        self.config = config
+        self.events = events if events is not None else EventBus()
+        """What happens in the crawl is published here (see :mod:`courtly.events`)."""
+        self.stats = CrawlStats()
+        """The run's counters: a subscriber of :attr:`events`."""
+        self.events.subscribe(self.stats, STATS_EVENTS)
+        if page_budget is None and config.max_pages is not None:
+            page_budget = LocalPageBudget(config.max_pages)
+        self._claims = FetchClaims(page_budget)
+        self._fetches = Fetches(self._claims)
+        self._wake = self._fetches.wake
+        self._partition = partition
+        self._machine_gate = machine_gate
+        self._clock: Clock = clock or SystemClock()
+        fconfig = frontier_config(config)
+        if politeness is not None:
+            fconfig = dataclasses.replace(fconfig, politeness=politeness)
+        self._store = store if store is not None else open_store(config, fconfig.queues)
+        host_key = host_key_function(config.host_key)
+        self.frontier = Frontier(
+            self._store, fconfig, clock=self._clock, host_key=host_key, events=self.events
+        )
+        store_ = self._store
+        self.observation = Observation(
+            store_.queued_of if isinstance(store_, QueuedCounts) else None
+        )
+        self.events.subscribe(self.observation)
+        self.events.subscribe(
+            StatusFile(config.state_dir / STATUS_FILE, config.identity(), self._clock.now), (Tick,)
+        )
+        if progress is not None:
+            self.events.subscribe(TickToProgress(progress), (Tick,))
+        self._observed: dict[str, Any] = {}
+        self.resumed = False
+        self._fetcher: Fetcher | None = fetcher
+        self._http: HttpFetcher | None = None  # the fetcher built here, if any
+        self._progress = progress
+        self._ua = config.user_agent
+        self._params = fconfig.params  # tracking parameters dropped from every URL
+        self._links = LinkAdmission(
+            params=self._params,
+            host_key=host_key,
+            levels=fconfig.queues.levels,
+            robots_token=product_token(config.user_agent),
+        )
+        self.recrawl: Recrawl | None = None
+        if config.recrawl:
+            from courtly.recrawl import Recrawl
+
+            self.recrawl = Recrawl(config, self._store, self.frontier, self._clock)
+        self._pages = PagePipeline(
+            frontier=self.frontier,
+            store=self._store,
+            events=self.events,
+            clock=self._clock,
+            claims=self._claims,
+            links=self._links,
+            user_agent=self._ua,
+            recrawl=self.recrawl,
+            on_page=on_page,
+            forward=self._forward if partition is not None else None,
+        )
+        retry_s = fconfig.politeness.robots_retry_s
+        self._robots = RobotsGate(
+            cache=RobotsCache(
+                ttl_s=config.robots_ttl_s,
+                retry_initial_s=retry_s,
+                retry_max_s=max(3_600.0, retry_s),
+            ),
+            store=self._store,
+            frontier=self.frontier,
+            events=self.events,
+            clock=self._clock,
+            user_agent=self._ua,
+            # a shared store's robots.txt cache is filled by every process: look again on a miss
+            shared=is_shared(self._store),
+            archive=self._pages.archive,
+        )
+        self._robots.fetcher = fetcher  # robots.txt: a shorter timeout when built here
+        self._pages.fetcher = fetcher
+        self._warc: WarcWriter | None = None
+        self._scaler = Autoscaler(
+            autoscale if autoscale is not None else AutoscaleConfig.auto(config.concurrency),
+            self._clock,
+        )
+        self._stop_grace_s = config.stop_grace_s if stop_grace_s is None else stop_grace_s
+        self._stopping = False
+        self._stop_reason: str | None = None
+        self._stop_detail: str | None = None
+        self._stop_at: float | None = None
+        self._finished = False
+        self._ended = False
+        self.config_changes: list[str] = []
+
+    # -- lifecycle ------------------------------------------------------------
+
+    def request_stop(self, reason: str = "requested") -> None:
+        """Stop leasing; requests in flight finish, or are abandoned once the stop grace
+        (``config.stop_grace_s``, 5 s) has passed (their leases stay void: the URLs are
+        fetched again on resume)."""
+        if not self._stopping:
+            self._stopping = True
+            self._stop_reason = reason
+            self._stop_at = self._clock.now()
+        self._wake.set()
+
+    def abort(self) -> None:
+        """Stop now: cancel requests in flight (their leases stay void; nothing is lost)."""
+        self.request_stop("aborted")
+        self._fetches.cancel()
+
+    @property
+    def fetchers(self) -> int:
+        """Fetchers allowed in flight now (see :mod:`courtly.autoscale`)."""
+        return self._scaler.desired
+
+    @property
+    def _in_flight(self) -> int:
+        """Fetch tasks started and not ended (benchmarks/lateness.py reads it)."""
+        return self._fetches.in_flight
+
+    async def run(self) -> CrawlSnapshot:
+        """Crawl; see the class doc. Returns the final snapshot.
+
+        With ``max_time_s``, returns within ``max_time_s`` of the call when nothing is
+        in flight at the deadline, and within ``max_time_s`` + the stop grace otherwise.
+        """
+        self.stats.started_at = self._clock.now()
+        self._warc = WarcWriter.open_existing(
+            self.config.state_dir / "warc",
+            gzip_level=self.config.warc_gzip_level,
+            clock=self._clock,
+            warcinfo_fields={"operator-agent": self._ua},
+        )
+        self._pages.warc = self._warc
+        http: HttpFetcher | None = None
+        if self._fetcher is None:
+            http = HttpFetcher(
+                FetchConfig(
+                    user_agent=self._ua,
+                    connect_timeout_s=self.config.connect_timeout_s,
+                    total_timeout_s=self.config.total_timeout_s,
+                    max_body_bytes=self.config.max_body_bytes,
+                    max_decoded_bytes=4 * self.config.max_body_bytes,
+                    per_ip_concurrency=self._local_per_ip(),
+                    allow_private_networks=self.config.allow_private_networks,
+                    hosts_file=self.config.hosts_file,
+                ),
+                self._clock,
+                ip_gate=self._machine_gate or shared_ip_gate(self._store, self.config),
+                on_ip_wait=self._wake.set,
+            )
+            self._fetcher = self._pages.fetcher = http
+            self._robots.fetcher = http.limited(http.config.robots_timeout_s)
+            self._http = http
+        try:
+            async with asyncio.TaskGroup() as group:
+                helpers: list[asyncio.Task[None]] = []
+                if self.config.max_time_s is not None:
+                    at = self.stats.started_at + self.config.max_time_s
+                    helpers.append(group.create_task(self._deadline(at)))
+                await self._start()
+                helpers.append(group.create_task(self._reporter()))
+                helpers.append(
+                    group.create_task(
+                        self._scaler.run(lambda: self._fetches.in_flight, self._wake.set)
+                    )
+                )
+                if self._partition is not None:
+                    helpers.append(group.create_task(self._partition.serve(self)))
+                try:
+                    await self._dispatcher(group)
+                    await self._drain()
+                finally:
+                    self._ended = True
+                    for task in helpers:
+                        task.cancel()
+            snapshot = await self._tick()
+            return snapshot
+        finally:
+            if http is not None:
+                await http.aclose()
+            if self._warc is not None:
+                self._warc.close()
+            if self.recrawl is not None:
+                with contextlib.suppress(Exception):
+                    await self.recrawl.save(force=True)
+            await self.frontier.aclose()
+            if self._progress is not None:
+                with contextlib.suppress(Exception):
+                    self._progress.close(self._final or await self._safe_snapshot())
+
+    _final: CrawlSnapshot | None = None
+
+    async def _safe_snapshot(self) -> CrawlSnapshot:
+        counts = FrontierCounts(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+        return self._make_snapshot(counts)
+
+    async def _start(self) -> None:
+        previous = await self._store.get_blob("crawl", "config")
+        self.resumed = previous is not None
+        identity = self.config.identity()
+        stored_seeds: list[str] = []
+        if previous is not None:
+            try:
+                old = json.loads(previous)
+            except ValueError:
+                raise StateError("the stored crawl configuration is unreadable") from None
+            stored_seeds = list(old.get("seeds", []))
+            for key, value in identity.items():
+                if key == "seeds":
+                    continue
+                if key in old and old[key] != value:
+                    self.config_changes.append(f"{key}: {old[key]!r} -> {value!r}")
+            for change in self.config_changes:
+                log.warning("resuming with a changed configuration: %s", change)
+        seeds = list(dict.fromkeys([*self._crawlable(stored_seeds), *self.config.seeds]))
+        if not seeds:
+            raise StateError(
+                f"nothing to crawl: no seeds given and no crawl in {self.config.state_dir}"
+            )
+        identity["seeds"] = seeds
+        await self._store.put_blob("crawl", "config", json.dumps(identity).encode())
+        self._links.scope = Scope.from_seeds(
+            seeds,
+            self.config.scope,
+            include=self.config.include,
+            exclude=self.config.exclude,
+            max_depth=self.config.max_depth,
+        )
+        candidates = [Candidate(s, is_seed=True) for s in seeds]
+        for seed in seeds:
+            with contextlib.suppress(InvalidURL):
+                self._links.importance.seed(canonicalize(seed, params=self._params))
+        if self._partition is None:
+            statuses = await self.frontier.add_many(candidates)
+            invalid = [s for s, st in zip(seeds, statuses, strict=True) if st is AddStatus.INVALID]
+        else:  # each partition queues the seeds it owns
+            entries, bad = self.frontier.prepare(candidates)
+            await self.frontier.add_queued([e for e in entries if self._partition.owns(e.host_key)])
+            invalid = [seeds[i] for i in bad] if self._partition.primary else []
+        if self.recrawl is not None:
+            await self.recrawl.start()
+        await self._store.flush()
+        for seed in invalid:
+            log.warning("seed %r is not a crawlable URL", seed)
+        if invalid:
+            self.events.publish(UrlsSkipped(self._clock.now(), ("invalid_seed",) * len(invalid)))
+
+    def _crawlable(self, seeds: Sequence[str]) -> list[str]:
+        """The stored seeds that are crawlable URLs; the others (stored by an older courtly,
+        which did not check seeds first) are reported, counted and skipped."""
+        kept: list[str] = []
+        for seed in seeds:
+            try:
+                canonicalize(seed)
+            except InvalidURL as error:
+                self.events.publish(UrlsSkipped(self._clock.now(), ("invalid_seed",)))
+                log.warning(
+                    "skipping a stored seed that is not a crawlable URL: %s (%s)",
+                    shorten(seed),
+                    error,
+                )
+                continue
+            kept.append(seed)
+        return kept
+
+    async def _deadline(self, at: float) -> None:
+        """Request the ``max_time`` stop at ``at`` (epoch seconds on the crawl's clock)."""
+        while (left := at - self._clock.now()) > 0:
+            await self._clock.sleep(left)
+        self.request_stop("max_time")
+
+    async def _reporter(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.progress_interval_s)
+            await self._tick()
+            await self._store.flush()
+
+    async def _tick(self) -> CrawlSnapshot:
+        """Observe, snapshot, publish :class:`~courtly.events.Tick` (progress and
+        ``status.json`` subscribe to it) and store the run's figures."""
+        counts = await self.frontier.counts()
+        self._observed = self.observation.summary(self._clock.now(), counts)
+        snapshot = self._make_snapshot(counts)
+        self.events.publish(Tick(snapshot))
+        await self._save_stats(snapshot)
+        return snapshot
+
+    async def _save_stats(self, snapshot: CrawlSnapshot) -> None:
+        self._final = snapshot if snapshot.finished else self._final
+        data = last_run_record(snapshot, self._clock.now())
+        with contextlib.suppress(Exception):
+            await self._store.put_blob("crawl", "last_run", json.dumps(data).encode())
+
+    async def snapshot(self) -> CrawlSnapshot:
+        """Counters and frontier sizes now."""
+        return self._make_snapshot(await self.frontier.counts())
+
+    def _make_snapshot(self, counts: FrontierCounts) -> CrawlSnapshot:
+        stats = self.stats
+        elapsed = max(1e-9, self._clock.now() - stats.started_at)
+        warc_files: tuple[str, ...] = ()
+        if self._warc is not None:
+            warc_files = tuple(str(p) for p in self._warc.existing_files())
+        done = self._finished or self._ended
+        return CrawlSnapshot(
+            elapsed_s=elapsed,
+            pages=stats.pages,
+            pages_per_s=stats.pages / elapsed,
+            robots_fetches=stats.robots_fetches,
+            bytes_received=stats.bytes_received,
+            redirects=stats.redirects,
+            in_flight=self._fetches.in_flight,
+            counts=counts,
+            errors=dict(stats.errors),
+            skipped=dict(stats.skipped),
+            statuses=dict(stats.statuses),
+            warc_files=warc_files,
+            state_dir=str(self.config.state_dir),
+            finished=done,
+            stop_reason=self._stop_reason or ("done" if self._finished else None),
+            stop_detail=self._stop_detail,
+            hosts_retired=dict(self.frontier.retired),
+            fetchers=self._scaler.desired,
+            observed=self._observed,
+            resumed=self.resumed,
+        )
+
+    # -- workers --------------------------------------------------------------
+
+    async def _dispatcher(self, group: asyncio.TaskGroup) -> None:
+        """Lease up to ``desired − busy`` ready hosts and start a fetch for each.
+
+        *Busy* fetches are those in flight less those waiting for a slot of their
+        address (per-IP cap): a fetch parked behind a slow or hanging request to its
+        address does not keep a ready host on another address waiting. The fetcher
+        wakes the dispatcher when a fetch starts to wait so.
+
+        One task leases for all fetchers, so a completion or a host coming due wakes
+        one task, not every idle fetcher (no thundering herd on the frontier). It
+        waits only when every allowed fetcher is busy or no host is ready, and then
+        wakes for a completion, a forwarded URL, a larger fetcher count, the next
+        host's due time, or a stop. Returns when stopping; the fetches it started
+        may still be in flight (see :meth:`_drain`).
+        """
+        budget = self._claims.budget
+        scaler = self._scaler
+        fetches = self._fetches
+        while not self._stopping:
+            # Cleared before looking, so a completion from here on wakes the wait below.
+            self._wake.clear()
+            if self.recrawl is not None:  # due URLs back into the frontier, within the share
+                await self.recrawl.feed(self.frontier.config.budget)
+            free = scaler.desired - fetches.in_flight + self._waiting_for_ip()
+            if budget is not None and free > 0:
+                if budget.spent():
+                    # Every page is made; what is still in flight holds no unit (robots.txt
+                    # fetches): the stop abandons it at once (see _drain).
+                    self.request_stop("max_pages")
+                    break
+                # each fetch started holds a unit of --max-pages until it ends
+                free = budget.claim(free)
+            if free <= 0:
+                await self._idle(_IDLE_S)
+                continue
+            batch = await self.frontier.lease(free)
+            if budget is not None:
+                budget.settle(free - len(batch.leases), 0)
+            if self._stopping:  # the stop came while leasing: start nothing more
+                for lease in batch.leases:
+                    await self.frontier.release(lease)
+                if budget is not None:
+                    budget.settle(len(batch.leases), 0)
+                break
+            if len(batch.leases) >= free:
+                scaler.note_capped()
+            for lease in batch.leases:
+                fetches.start(group, lease, self._process)
+            if batch.leases:
+                continue
+            if (
+                batch.next_ready_at is None
+                and fetches.in_flight == 0
+                and self._partition is None
+                and self.recrawl is None  # a recrawl ends only by a signal or --max-time
+            ):
+                counts = await self.frontier.counts()
+                if counts.queued == 0 and counts.leased == 0:
+                    self._finished = True
+                    reason, self._stop_detail = ending(self.stats.pages, self.frontier.retired)
+                    if self._stop_detail is not None:
+                        log.warning("%s", self._stop_detail)
+                    self.request_stop(reason)
+                    break
+            wait_s = _IDLE_S
+            if batch.next_ready_at is not None:
+                wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
+            await self._idle(wait_s)
+
+    async def _idle(self, wait_s: float) -> None:
+        """The dispatcher's one wait: ``wait_s`` seconds on the crawl's clock, or less if
+        woken (tests hook it to check that no fetcher waits while a host is ready)."""
+        await idle(self._wake, self._clock, wait_s)
+
+    def _local_per_ip(self) -> int:
+        """Requests this process may have in flight to one address: the whole cap when a
+        machine gate keeps the sum over the processes within it, else its share."""
+        if self._machine_gate is not None:
+            return self._machine_gate.per_ip
+        return self.config.per_ip
+
+    def _waiting_for_ip(self) -> int:
+        """Fetches waiting for a slot of their address: they hold a lease but no fetcher
+        (no connection, no CPU), so they don't keep another ready host waiting."""
+        return self._http.waiting_for_ip if self._http is not None else 0
+
+    async def _drain(self) -> None:
+        """Wait for the fetches in flight; abandon them when the stop grace runs out, and
+        at once those that can make no page when ``--max-pages`` stopped the crawl (a
+        robots.txt fetch). An abandoned fetch's lease is released: its URL is at the head
+        of its queue again, for this store's next run."""
+        fetches = self._fetches
+        if self._stop_reason == "max_pages":
+            unclaimed = [t for t in fetches.tasks if not self._claims.holds(t)]
+            await fetches.abandon(unclaimed, self.frontier, self._clock)
+        while fetches.tasks:
+            stop_at = self._stop_at if self._stop_at is not None else self._clock.now()
+            left = stop_at + self._stop_grace_s - _CLOSE_RESERVE_S - self._clock.now()
+            if left <= 0:
+                await fetches.abandon(list(fetches.tasks), self.frontier, self._clock)
+                return
+            self._wake.clear()
+            await self._idle(left)
+
+    async def _process(self, lease: Lease) -> None:
+        """One lease: robots.txt first (fetched under this lease if unknown), then the page."""
+        authority = authority_of(lease.url)
+        robots = self._robots
+        decision = await robots.known(authority)
+        if decision is None:
+            # no page under this lease: its unit of --max-pages serves another host now
+            if self._claims.give_back(asyncio.current_task()):
+                self._wake.set()
+            decision = await robots.fetch(lease, authority)
+            if decision is not None and self.config.follow_sitemaps:
+                await self._add_sitemaps(self._links.sitemap_candidates(decision))
+            return
+        self.events.publish(RobotsResult(lease.leased_at, lease.host_key, decision.kind, False))
+        if decision.kind == "unreachable":
+            # robots.txt unreachable: disallow all *for now*; keep the URLs, hold the host.
+            now = self._clock.now()
+            wait_s = max(0.0, decision.valid_until_at - now)
+            await self.frontier.release(lease, Outcome.deferred(now, wait_s))
+            return
+        if not decision.allowed(lease.url, self._ua):
+            log.info("%s disallowed by robots.txt", lease.url)
+            now = self._clock.now()
+            self.events.publish(UrlsSkipped(now, ("robots",)))
+            entry = CatalogueEntry(lease.url, depth=lease.depth, skip_reason="robots")
+            await self._pages.complete(lease, Outcome.no_request(now), (), (entry,))
+            return
+        await self._pages.run(lease, decision)
+
+    async def _add_sitemaps(self, candidates: list[Candidate]) -> None:
+        if candidates and self._partition is None:
+            await self.frontier.add_many(candidates, canonical=True)
+        elif candidates:
+            entries, _ = self.frontier.prepare(candidates, canonical=True)
+            await self.frontier.add_queued(await self._forward(entries, None))
+
+    # -- partitions -----------------------------------------------------------
+
+    async def _forward(self, entries: Sequence[QueuedUrl], referrer: str | None) -> list[QueuedUrl]:
+        """Forward the entries other partitions own (durably); return the ones owned here."""
+        assert self._partition is not None
+        owns = self._partition.owns
+        mine = [entry for entry in entries if owns(entry.host_key)]
+        if len(mine) < len(entries):
+            theirs = [e for e in entries if not owns(e.host_key)]
+            await self._partition.forward(theirs, referrer)
+            self._links.note_forwarded(theirs)
+        return mine
+
+    async def add_forwarded(
+        self, entries: Sequence[QueuedUrl], referrers: Sequence[str | None]
+    ) -> list[AddStatus]:
+        """Queue URLs another partition found (each with the page it was found on, if
+        any) and catalogue the new ones, as if found here; wakes idle workers."""
+        statuses = await self.frontier.add_queued(entries)
+        await self._record_discoveries(referrers, entries, statuses)
+        self._links.note(entries, statuses)
+        self._wake.set()
+        return statuses
+
+    async def _record_discoveries(
+        self,
+        referrers: Sequence[str | None],
+        discovered: Sequence[QueuedUrl],
+        statuses: Sequence[AddStatus],
+    ) -> None:
+        """Catalogue every newly queued URL with its referrer and depth (first discovery wins;
+        URLs with no referrer, e.g. from a robots.txt Sitemap line, are not catalogued)."""
+        entries = [
+            CatalogueEntry(entry.url, depth=entry.depth, referrer=referrer)
+            for entry, status, referrer in zip(discovered, statuses, referrers, strict=True)
+            if status is AddStatus.QUEUED and referrer is not None
+        ]
+        if reasons := drop_reasons(statuses):
+            self.events.publish(UrlsSkipped(self._clock.now(), tuple(reasons)))
+        if entries:
+            await self._store.record(entries)

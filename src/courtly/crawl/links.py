@@ -1,0 +1,265 @@
+"""From a response to queue entries: its links, redirect or sitemap entries, admitted or skipped.
+
+For each response (:meth:`LinkAdmission.read`): the links are extracted (HTML; nofollow
+honoured), or the ``Location`` of a redirect, or a sitemap's entries; each distinct
+canonical URL is checked for scope, traps by shape (:func:`courtly.url.trap_reason`) and
+template walks (:class:`courtly.frontier.traps.WalkGuard`); the page's OPIC cash is
+spent on the admitted ones (:class:`courtly.frontier.importance.Importance`), and each
+admitted URL becomes a queue entry with its level, host key and depth.
+
+**URLs already known.** An admitted URL the store has already answered for in this
+process (queued or seen: it is in the store's seen-set, which never forgets) would only
+be answered "seen" again, so it gets no queue entry: no importance signals, no priority,
+no host key, no store lookup, no forwarding to another partition; and its scope and trap
+checks, which read the URL alone and passed when it was queued, are skipped but for its
+depth (``too_deep``). Its walk check still runs (its skip reasons and the walk budget are
+as before), and it still receives its share of the page's cash and an in-link. What
+changes is only what the store would have said again: a known URL is no longer counted
+as dropped for the host's budget or a retired host, and the mean cash of admitted URLs
+(:meth:`~courtly.frontier.importance.Importance.admit`) is over the URLs queued. The known
+set holds at most ``max_known`` URLs and is emptied when full (the store answers "seen"
+again meanwhile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from courtly.archive.catalogue import CatalogueEntry
+from courtly.errors import InvalidURL
+from courtly.fetch.records import FetchResult
+from courtly.frontier.frontier import Candidate
+from courtly.frontier.importance import Importance, authority_of_canonical
+from courtly.frontier.prioritiser import level_of
+from courtly.frontier.records import AddStatus, QueuedUrl
+from courtly.frontier.traps import WalkGuard
+from courtly.parse.links import extract_links
+from courtly.parse.sitemaps import parse_sitemap
+from courtly.robots import RobotsDecision
+from courtly.url import JoinCache, ParamPolicy, Scope, TrapConfig, UrlJoiner, canonicalize
+from courtly.url import trap_reason as _trap_reason
+
+__all__ = ["MAX_SITEMAPS", "LinkAdmission", "PageFacts"]
+
+REDIRECTS = frozenset({301, 302, 303, 307, 308})
+MAX_SITEMAPS = 1_000
+"""Most sitemap URLs one crawl process follows (robots.txt ``Sitemap:`` lines, indexes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PageFacts:
+    """What one response tells the crawl (see :meth:`LinkAdmission.read`)."""
+
+    links: tuple[str, ...]
+    """Every distinct canonical link followed (before scope checks)."""
+    queued: list[QueuedUrl]
+    """Entries for the admitted URLs not known to be seen (see the module doc)."""
+    skipped: list[CatalogueEntry]
+    skip_reasons: list[str]
+    """One reason per URL skipped (or ``page_nofollow`` for the page), for the counters."""
+    redirect_to: str | None
+    title: str | None
+    noindex: bool
+    canonical: str | None
+    chains: dict[str, int]
+    """The walk chain of each admitted link that is a walk step (``courtly.frontier.traps``)."""
+
+
+class LinkAdmission:
+    """The link checks and tables of one crawl process (see the module doc).
+
+    ``host_key`` is the frontier's politeness unit of a canonical URL; ``levels`` its
+    number of front-queue levels. ``scope`` is set once the seeds are known.
+    """
+
+    def __init__(
+        self,
+        *,
+        params: ParamPolicy,
+        host_key: Callable[[str], str],
+        levels: int,
+        robots_token: str,
+        max_known: int = 2_000_000,
+    ) -> None:
+        self.scope: Scope | None = None
+        self.importance = Importance()  # OPIC cash, in-links, host quality of new URLs
+        self.walks = WalkGuard()  # link chains walking one URL template (calendars...)
+        self.sitemaps: set[str] = set()
+        self._params = params  # tracking parameters dropped from every URL
+        self._join_cache = JoinCache(params=params)  # sibling pages repeat their hrefs
+        self._traps = TrapConfig()
+        self._host_key = host_key
+        self._levels = levels
+        self._token = robots_token
+        self._known: set[str] = set()
+        self._max_known = max_known
+
+    # -- the seen-set, as far as this process knows it ---------------------------------
+
+    def note(self, entries: Sequence[QueuedUrl], statuses: Sequence[AddStatus]) -> None:
+        """Remember the entries the store queued or found seen (see the module doc)."""
+        known = self._known
+        if len(known) + len(entries) > self._max_known:
+            known.clear()
+        for entry, status in zip(entries, statuses, strict=False):
+            if status <= AddStatus.SEEN:  # QUEUED or SEEN: in the seen-set for good
+                known.add(entry.url)
+
+    def note_forwarded(self, entries: Sequence[QueuedUrl]) -> None:
+        """Remember entries handed (durably) to the partition that owns them."""
+        known = self._known
+        if len(known) + len(entries) > self._max_known:
+            known.clear()
+        known.update(entry.url for entry in entries)
+
+    # -- a response ----------------------------------------------------------------------
+
+    def read(self, page_url: str, depth: int, result: FetchResult) -> PageFacts:
+        """What a response says: its links (to queue or skipped, with why), redirect, title.
+
+        ``page_url`` is the lease's canonical URL, ``depth`` its depth."""
+        joiner = UrlJoiner(page_url, canonical=True, cache=self._join_cache, params=self._params)
+        urls: list[str] = []
+        reasons: list[str] = []
+        redirect_to: str | None = None
+        title: str | None = None
+        canonical: str | None = None
+        noindex = False
+        status = result.status
+        if status in REDIRECTS:
+            location = result.header("Location")
+            target = joiner.join(location) if location else None
+            if target is not None:
+                redirect_to = target
+                urls.append(target)
+        elif 200 <= status < 300:
+            if page_url in self.sitemaps or looks_like_sitemap(result):
+                self._sitemap_urls(result, joiner, urls)
+            else:
+                page = extract_links(
+                    result.body,
+                    page_url,
+                    content_type=result.header("Content-Type"),
+                    x_robots_tag=[v for k, v in result.headers if k.lower() == "x-robots-tag"],
+                    join=joiner.join,
+                    robots_token=self._token,
+                )
+                title = page.title
+                noindex = page.noindex
+                canonical = page.canonical
+                if page.nofollow:
+                    reasons.append("page_nofollow")
+                urls.extend(link.url for link in page.followable())
+        links = tuple(dict.fromkeys(urls))
+        queued, skipped, chains = self._admit(page_url, depth + 1, links, reasons)
+        return PageFacts(
+            links, queued, skipped, reasons, redirect_to, title, noindex, canonical, chains
+        )
+
+    def _sitemap_urls(self, result: FetchResult, joiner: UrlJoiner, urls: list[str]) -> None:
+        sitemap = parse_sitemap(result.body)
+        for item in sitemap.urls:
+            if (url := joiner.join(item.loc)) is not None:
+                urls.append(url)
+        for child in sitemap.sitemaps:
+            if (url := joiner.join(child)) is not None and len(self.sitemaps) < MAX_SITEMAPS:
+                self.sitemaps.add(url)
+                urls.append(url)
+
+    def _admit(
+        self, page_url: str, depth: int, links: Sequence[str], reasons: list[str]
+    ) -> tuple[list[QueuedUrl], list[CatalogueEntry], dict[str, int]]:
+        """Check each distinct link; entries for the admitted ones not known already."""
+        scope = self.scope
+        assert scope is not None
+        check, traps, trap_reason = scope.check, self._traps, _trap_reason
+        # A known URL passed the scope and trap checks before (they read the URL alone),
+        # but for its depth.
+        too_deep = "too_deep" if scope.max_depth is not None and depth > scope.max_depth else None
+        walks, known = self.walks, self._known
+        skipped: list[CatalogueEntry] = []
+        chains: dict[str, int] = {}
+        admitted: list[str] = []
+        fresh: list[bool] = []
+        referrer_chain = walks.read(page_url)
+        for url in links:
+            is_new = url not in known
+            reason = (check(url, depth) or trap_reason(url, traps)) if is_new else too_deep
+            if reason is None:
+                reason, chain = walks.check(page_url, referrer_chain, url)
+                if reason is None and chain:
+                    chains[url] = chain
+            if reason is not None:
+                reasons.append(reason)
+                skipped.append(
+                    CatalogueEntry(url, depth=depth, referrer=page_url, skip_reason=reason)
+                )
+                continue
+            admitted.append(url)
+            fresh.append(is_new)
+        queued: list[QueuedUrl] = []
+        importance = self.importance
+        if not admitted:
+            importance.read(page_url, authority_of_canonical(page_url), ())
+            return queued, skipped, chains
+        hosts = [authority_of_canonical(url) for url in admitted]
+        pairs = list(zip(admitted, hosts, strict=True))
+        importance.read(page_url, authority_of_canonical(page_url), pairs)
+        admit, host_key, levels = importance.admit, self._host_key, self._levels
+        for (url, host), is_new in zip(pairs, fresh, strict=True):
+            if not is_new:
+                continue
+            inlinks, cash_ratio, quality = admit(url, host)
+            try:
+                key = host_key(url)
+            except InvalidURL:
+                reasons.append("invalid")
+                continue
+            level = level_of(depth, inlinks, quality, cash_ratio, levels)
+            queued.append(QueuedUrl(url, key, level, depth))
+        return queued, skipped, chains
+
+    def settle_walks(
+        self,
+        referrer: str,
+        chains: dict[str, int],
+        discovered: Sequence[QueuedUrl],
+        statuses: Sequence[AddStatus] | None,
+    ) -> None:
+        """Tell the walk guard which of the walk steps found on ``referrer`` were queued."""
+        queued = {
+            entry.url
+            for entry, status in zip(discovered, statuses or (), strict=False)
+            if status is AddStatus.QUEUED
+        }
+        for url, chain in chains.items():
+            self.walks.settle(referrer, url, chain, queued=url in queued)
+
+    def sitemap_candidates(self, decision: RobotsDecision) -> list[Candidate]:
+        """The robots.txt ``Sitemap:`` URLs to queue (in scope, new; see :data:`MAX_SITEMAPS`)."""
+        assert self.scope is not None
+        candidates: list[Candidate] = []
+        for raw in decision.sitemaps:
+            if len(self.sitemaps) >= MAX_SITEMAPS:
+                break
+            try:
+                url = canonicalize(raw, params=self._params)
+            except InvalidURL:
+                continue
+            if self.scope.check(url, 0) is not None or url in self.sitemaps:
+                continue
+            self.sitemaps.add(url)
+            candidates.append(Candidate(url, depth=1))
+        return candidates
+
+
+def looks_like_sitemap(result: FetchResult) -> bool:
+    """A 2xx body that is gzip, or XML with a ``<urlset>`` or ``<sitemapindex>`` near the top."""
+    head = result.body[:512].lstrip()
+    if head.startswith(b"\x1f\x8b"):
+        return True
+    content_type = (result.header("Content-Type") or "").lower()
+    if "xml" not in content_type:
+        return False
+    return b"<urlset" in result.body[:2048] or b"<sitemapindex" in result.body[:2048]

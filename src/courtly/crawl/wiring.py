@@ -1,0 +1,97 @@
+"""What a crawl config implies: its frontier settings, its store, its politeness unit.
+
+Pure functions of a :class:`~courtly.config.CrawlConfig` (``open_store`` also opens the
+store it names); :class:`~courtly.crawl.Crawler` calls them once at construction.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Literal
+
+from courtly.config import CrawlConfig
+from courtly.fetch.ip_gate import IpGate
+from courtly.frontier.budget import BudgetConfig
+from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
+from courtly.frontier.politeness import PolitenessConfig
+from courtly.frontier.seen import BloomSeenSet
+from courtly.store.base import FrontierStore
+from courtly.store.memory import MemoryStore
+from courtly.store.redis.address import is_redis_url
+from courtly.url import DomainResolver, host_key, host_of
+
+__all__ = ["frontier_config", "host_key_function", "is_shared", "open_store", "shared_ip_gate"]
+
+
+def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
+    """The frontier store a config asks for: SQLite in ``state_dir`` (default), memory,
+    or the shared Redis crawl ``crawl_name`` at a ``redis://`` or ``redis+cluster://`` URL."""
+    if config.store == "memory":
+        return MemoryStore(queues, seen=BloomSeenSet(capacity=1_000_000))
+    if is_redis_url(config.store):
+        from courtly.store.redis import RedisStore  # the client library loads only when used
+        from courtly.store.redis.address import connect
+
+        assert config.crawl_name is not None  # CrawlConfig checks it
+        return RedisStore(connect(config.store), config.crawl_name, queues)
+    from courtly.store.sqlite import SqliteStore  # the SQLite backend is optional at import
+
+    config.state_dir.mkdir(parents=True, exist_ok=True)
+    # After a crash, hosts in flight (or completed in the last commit window) have no
+    # stored next-allowed time for their last request: hold every host for one
+    # minimum delay from the moment of resuming, which is after that request ended.
+    crash = config.durability == "crash"
+    return SqliteStore(
+        config.state_dir / "frontier.sqlite3",
+        queues,
+        resume_guard_s=config.min_delay_s,
+        commit_interval_s=0.0 if crash else 0.2,
+        synchronous="normal" if crash else "full",
+    )
+
+
+def is_shared(store: FrontierStore) -> bool:
+    """True for a store that other crawl processes use at the same time (Redis)."""
+    from courtly.store.redis import RedisStore
+
+    return isinstance(store, RedisStore)
+
+
+def shared_ip_gate(store: FrontierStore, config: CrawlConfig) -> IpGate | None:
+    """The per-IP cap across every process of a shared (Redis) crawl; ``None`` otherwise."""
+    from courtly.store.redis import RedisStore
+
+    if not isinstance(store, RedisStore):
+        return None
+    return store.ip_gate(config.per_ip, config.total_timeout_s + config.connect_timeout_s + 10.0)
+
+
+def frontier_config(config: CrawlConfig) -> FrontierConfig:
+    """The frontier settings implied by a crawl config."""
+    return FrontierConfig(
+        queues=QueueConfig(
+            max_back_queues=config.effective_back_queues(),
+            inactive_after_s=default_inactive_after_s(config.min_delay_s),
+        ),
+        politeness=PolitenessConfig(
+            min_delay_s=config.min_delay_s,
+            delay_factor=config.delay_factor,
+            max_delay_s=config.max_delay_s,
+            max_attempts=config.max_attempts,
+        ),
+        budget=BudgetConfig(
+            max_queued_per_host=config.max_queued_per_host,
+            max_requests_per_host=config.max_requests_per_host,
+        ),
+        lease_ttl_s=config.lease_ttl_s,
+        params=config.param_policy(),
+    )
+
+
+def host_key_function(mode: Literal["host", "domain"]) -> Callable[[str], str]:
+    """The politeness unit of a canonical URL: its host, or its registered domain."""
+    if mode == "host":
+        return host_of
+    resolver = DomainResolver()
+    return functools.partial(host_key, mode="domain", resolver=resolver)
