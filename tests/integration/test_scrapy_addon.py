@@ -7,6 +7,8 @@ would stamp its log late).
 The web is finite (no traps, nothing dead or hostile) so the crawl ends by itself,
 with a crawl-delay host, a slow host, a 429/503 host with ``Retry-After`` and a
 robots.txt redirect. The negative control runs stock Scrapy on the same web.
+Two processes sharing one frontier in a Redis server of their own are audited
+as one crawler.
 """
 
 from __future__ import annotations
@@ -20,11 +22,12 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.redis_servers import have_redis_server, new_crawl_name, start_standalone, stop_server
 
 from courtly.sandbox import (
     AuditReport,
@@ -147,17 +150,41 @@ def scrapy_command(web: Web, workdir: Path, extra: Sequence[str]) -> list[str]:
     ]
 
 
-def courtly_args(state: Path) -> list[str]:
+def courtly_args(state: Path, per_ip: int = PER_IP) -> list[str]:
     return [
         "--courtly",
         str(state),
         "--set",
         "COURTLY_ALLOW_PRIVATE_NETWORKS=true",
         "--set",
-        f"COURTLY_PER_IP={PER_IP}",
+        f"COURTLY_PER_IP={per_ip}",
         "--set",
         "COURTLY_MAX_WAIT=5",
     ]
+
+
+def start_scrapy(
+    web: Web, workdir: Path, extra: Sequence[str], *, oldest: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start the spider (on the oldest supported Scrapy with ``oldest``); its output
+    goes to ``workdir/scrapy.log``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = [str(OLDEST)] if oldest else []
+    path.append(str(SPIDER.parents[1] / "src"))
+    with (workdir / "scrapy.log").open("wb") as sink:
+        return subprocess.Popen(
+            scrapy_command(web, workdir, extra),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
+        )
+
+
+def finished(proc: subprocess.Popen[bytes], workdir: Path) -> Run:
+    stats_file = workdir / "stats.json"
+    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    assert proc.returncode is not None
+    return Run(proc.returncode, stats, (workdir / "scrapy.log").read_text(errors="replace"))
 
 
 def run_scrapy(
@@ -170,38 +197,27 @@ def run_scrapy(
 ) -> Run:
     """Run the spider to its end, or SIGKILL it as soon as ``kill_when()`` holds;
     on the oldest supported Scrapy with ``oldest``."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    out = workdir / "scrapy.log"
-    path = [str(OLDEST)] if oldest else []
-    path.append(str(SPIDER.parents[1] / "src"))
-    with out.open("wb") as sink:
-        proc = subprocess.Popen(
-            scrapy_command(web, workdir, extra),
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
-        )
-        deadline = time.monotonic() + RUN_TIMEOUT_S + 30
-        while proc.poll() is None:
-            if kill_when is not None and kill_when():
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("Scrapy did not finish in time")
-            time.sleep(0.02)
-    stats_file = workdir / "stats.json"
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
-    return Run(proc.returncode, stats, out.read_text(errors="replace"))
+    proc = start_scrapy(web, workdir, extra, oldest=oldest)
+    deadline = time.monotonic() + RUN_TIMEOUT_S + 30
+    while proc.poll() is None:
+        if kill_when is not None and kill_when():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            pytest.fail("Scrapy did not finish in time")
+        time.sleep(0.02)
+    return finished(proc, workdir)
 
 
-def judge(web: Web, records: list[RequestRecord]) -> AuditReport:
+def judge(web: Web, records: list[RequestRecord], per_ip: int = PER_IP) -> AuditReport:
     return audit(
         records,
         spec_or_truth=SandboxTruth(web.world),
         min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,
+        per_ip_cap=per_ip,
         only_user_agent=UA,
         seeds=web.seeds,
     )
@@ -309,3 +325,76 @@ def test_resume_after_kill_repeats_only_what_was_in_flight(web: Web, tmp_path: P
     early = [url for url in repeated if ended.get(url, kill_at) < kill_at - 0.5]
     assert early == [], f"fetched again although finished before the kill: {early}"
     assert len(repeated) <= 8, repeated  # at most CONCURRENT_REQUESTS were in flight
+
+
+SHARED_SPEC = replace(SPEC, ips=1)
+SHARED_PER_IP = 2
+"""Every host on one address with two places at it: two processes that each kept their
+own per-IP count would have up to four requests in flight there."""
+
+
+@pytest.fixture
+def one_address_web(tmp_path: Path) -> Iterator[Web]:
+    served = Web(SHARED_SPEC, tmp_path / "web")
+    yield served
+    served.stop()
+
+
+@pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
+def test_two_processes_share_one_redis_frontier_politely(
+    one_address_web: Web, tmp_path: Path
+) -> None:
+    """Two Scrapy processes, one crawl in Redis: audited as one polite crawler."""
+    web = one_address_web
+    url, server = start_standalone()
+    try:
+        shared = [
+            *courtly_args(tmp_path / "unused", per_ip=SHARED_PER_IP),
+            "--set",
+            "COURTLY_STATE=null",
+            "--set",
+            f"COURTLY_STORE={json.dumps(url)}",
+            "--set",
+            f"COURTLY_CRAWL_NAME={json.dumps(new_crawl_name('scrapy'))}",
+        ]
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        procs = [start_scrapy(web, workdir, shared) for workdir in dirs]
+        deadline = time.monotonic() + RUN_TIMEOUT_S + 30
+        for proc in procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for other in procs:
+                    other.kill()
+                    other.wait()
+                pytest.fail("Scrapy did not finish in time")
+        runs = [finished(proc, workdir) for proc, workdir in zip(procs, dirs, strict=True)]
+    finally:
+        stop_server(server)
+    records = web.records()
+    report = judge(web, records, per_ip=SHARED_PER_IP)
+    for run in runs:
+        assert run.returncode == 0, run.output[-3000:]
+        assert run.stats["finish_reason"] == "finished", run.output[-3000:]
+        # Both processes fetched: the frontier was shared, not raced for.
+        assert run.stat("downloader/response_count") > 0, run.output[-3000:]
+    # The crawl's counts when the last process closed (the first may leave work to it).
+    closed_at = [(workdir / "stats.json").stat().st_mtime for workdir in dirs]
+    last = runs[closed_at.index(max(closed_at))]
+    assert last.stat("courtly/left_queued") == 0
+    # One request in flight per host and per-IP cap across both processes, every gap,
+    # Crawl-delay and Retry-After kept, each page once, every reachable page.
+    assert report.violations == 0, report.summary()
+    assert report.max_in_flight_per_host == 1
+    assert report.max_in_flight_per_ip <= SHARED_PER_IP
+    truth = SandboxTruth(web.world)
+    assert any(truth.crawl_delay_s(r.host, "courtly") > MIN_DELAY_S for r in records)
+    assert any(r.status in (429, 503) for r in records)
+    assert report.duplicate_fetches == 0
+    assert report.expected_fetched == report.expected_pages, report.summary()
+    assert robots_first(web, records) == []
+    assert sum(run.stat("downloader/response_count") for run in runs) == len(records)
+    # robots.txt once per host for the crawl: the second process reads the first's copy.
+    assert sum(run.stat("courtly/robots_fetches") for run in runs) == report.hosts
+    # Each process saw the other's seeds and links as duplicates in the shared seen-set.
+    assert all(run.stat("courtly/dropped/duplicates_resumed") > 0 for run in runs)

@@ -13,8 +13,10 @@ The engine's calls, the downloader's signals and the refill task share one
 
 A request moves from ``held`` to ``completions`` by :meth:`Pipeline.finish` (the
 request leaves the frontier) or :meth:`Pipeline.give_back` (it returns to the head
-of its host's queue). The per-IP gate (:class:`~courtly.integrations.scrapy.gate.IpGate`)
-admits a request to ``due``; robots.txt comes first when its host's copy is unknown.
+of its host's queue). The per-IP gate (an
+:class:`~courtly.integrations.scrapy.gate.AddressGate`: this process's count, or the
+shared crawl's) admits a request to ``due``; robots.txt comes first when its host's
+copy is unknown.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from scrapy import Request
 
 from courtly.clock import Clock
 from courtly.frontier import Outcome
-from courtly.integrations.scrapy.gate import IpGate
+from courtly.integrations.scrapy.gate import AddressGate, IpGate
 from courtly.integrations.scrapy.held import Add, Held, Step
 from courtly.integrations.scrapy.payloads import Payloads
 
@@ -54,13 +56,14 @@ class Pipeline:
         self.held: dict[str, Held] = {}
         self.scraping: dict[str, Held] = {}
         self.completions: deque[tuple[Held, Outcome | None, Step]] = deque()
-        self.gate: IpGate[Held] = IpGate(per_ip)
+        self.gate: AddressGate[Held] = IpGate(per_ip)
+        """This process's count; a shared crawl's scheduler puts its store's gate here."""
         self.admitting = 0
         """Leases being admitted (payload load, robots.txt, address) right now."""
         self.frontier_busy = True
         """The frontier may still hand out work soon (set by the refill task)."""
         self._poke = poke
-        self._wake_engine = wake_engine
+        self.wake_engine = wake_engine
         self._fetch_robots = fetch_robots
 
     def pending(self) -> bool:
@@ -95,7 +98,7 @@ class Pipeline:
             return
         held.buffered_at = self.clock.now()
         self.due.append(held)
-        self._wake_engine()
+        self.wake_engine()
 
     def release_ip(self, held: Held) -> None:
         """``held``'s exchange is over: free its place at its address for the next."""
@@ -104,9 +107,13 @@ class Pipeline:
         ip, held.ip = held.ip, None
         successor = self.gate.release(ip)
         if successor is not None:
-            if successor.gated_at is not None:
-                successor.gate_wait_s = self.clock.now() - successor.gated_at
-            self.go(successor)
+            self.admitted(successor)
+
+    def admitted(self, held: Held) -> None:
+        """``held`` waited for its place at its address and has it now."""
+        if held.gated_at is not None:
+            held.gate_wait_s = self.clock.now() - held.gated_at
+        self.go(held)
 
     def finish(self, held: Held, outcome: Outcome) -> None:
         """The lease is done: complete it (the request leaves the frontier)."""

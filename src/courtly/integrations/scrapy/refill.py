@@ -9,6 +9,12 @@ when the copy is unknown or stale), the address check and the per-IP cap, and
 puts it in the due buffer, waking the engine. Then it sleeps on a
 :class:`~courtly.integrations.scrapy.waker.Waker` until the next host is due
 or new work arrives (at most :data:`MAX_IDLE_S`).
+
+On a store shared with other processes (Redis) the frontier says nothing is
+waiting while they hold every host with work: then this process stays open as
+long as the crawl has leases out (their callbacks may bring work), and asks for
+leases every
+:data:`SHARED_POLL_S` (another process's release is not signalled here).
 """
 
 from __future__ import annotations
@@ -32,13 +38,16 @@ from courtly.integrations.scrapy.stats import SchedulerStats
 from courtly.integrations.scrapy.waker import Waker
 from courtly.robots import RobotsDecision, authority_of
 
-__all__ = ["MAX_IDLE_S", "Refill"]
+__all__ = ["MAX_IDLE_S", "SHARED_POLL_S", "Refill"]
 
 log = logging.getLogger(__name__)
 
 ADD_BATCH: Final = 2_000
 MAX_IDLE_S: Final = 1.0
 """The task looks again at least this often, even with nothing to do."""
+SHARED_POLL_S: Final = 0.1
+"""How often a process of a shared crawl asks again while other processes hold every
+host with work."""
 
 
 class Refill:
@@ -71,6 +80,7 @@ class Refill:
         self._on_store_error = on_store_error
         self._addresses = Addresses()
         self._last_lease_at = float("-inf")
+        self._others_checked_at = float("-inf")
         self._stopping = False
         self._children: set[asyncio.Task[None]] = set()
         self._group: asyncio.TaskGroup | None = None
@@ -101,15 +111,20 @@ class Refill:
                     self.stats.inc("pump_errors")
                     wait_s = MAX_IDLE_S
                 self.stats.pump_step(self._clock.now() - began)
+                if not self.pipeline.pending():
+                    # Nothing left: let the engine see it is idle now, not at its next
+                    # heartbeat (5 s).
+                    self.pipeline.wake_engine()
                 await self.work.wait(wait_s)
             for task in list(self._children):
                 task.cancel()
 
     def fetch_robots(self, held: Held) -> None:
         """Fetch ``held``'s robots.txt in a task of its own (``held`` has its address place)."""
-        self._spawn(self._fetch_robots(held))
+        self.spawn(self._fetch_robots(held))
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` in a task of the refill task's group (errors logged and counted)."""
         assert self._group is not None
         task = self._group.create_task(self._guarded(coro))
         self._children.add(task)
@@ -176,7 +191,7 @@ class Refill:
                 # No lookup to wait for: no task, no turn of the loop.
                 await self._guarded(self._admit(lease, owed))
             else:
-                self._spawn(self._admit(lease, owed))
+                self.spawn(self._admit(lease, owed))
         leased = len(batch.leases)
         if leased:
             self.stats.inc("leases", leased)
@@ -184,11 +199,25 @@ class Refill:
             pipe.frontier_busy = True
             return 0.0
         if batch.next_ready_at is None:
-            pipe.frontier_busy = bool(leased or pipe.adds)
-            return MAX_IDLE_S
+            busy = bool(leased or pipe.adds)
+            if not self.config.shared:
+                pipe.frontier_busy = busy
+                return MAX_IDLE_S
+            pipe.frontier_busy = busy or await self._crawl_has_leases(now)
+            return SHARED_POLL_S
         wait_s = batch.next_ready_at - now
         pipe.frontier_busy = bool(leased or pipe.adds) or wait_s <= self.config.max_wait_s
         return max(0.0005, min(wait_s, MAX_IDLE_S))
+
+    async def _crawl_has_leases(self, now: float) -> bool:
+        """Whether any process of the shared crawl holds a lease. A yes is trusted for
+        :data:`MAX_IDLE_S`; a no is read afresh each time (it lets the spider close)."""
+        if now - self._others_checked_at < MAX_IDLE_S:
+            return True
+        if (await self.frontier.counts()).leased > 0:
+            self._others_checked_at = now
+            return True
+        return False
 
     async def _admit(self, lease: Lease, owed_at: float | None) -> None:
         """Load a leased request, apply robots.txt and the address rules, queue it."""

@@ -45,6 +45,7 @@ from courtly.integrations.scrapy.pipeline import Pipeline
 from courtly.integrations.scrapy.refill import Refill
 from courtly.integrations.scrapy.robots import RobotsBook
 from courtly.integrations.scrapy.settings import CourtlySettings
+from courtly.integrations.scrapy.shared_gate import SharedIpGate
 from courtly.integrations.scrapy.stats import SchedulerStats
 from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
@@ -62,8 +63,8 @@ class CourtlyScheduler:
     """Scrapy scheduler over a :class:`~courtly.frontier.Frontier`; see the module doc.
 
     Installed by :class:`~courtly.integrations.scrapy.CourtlyAddon`. ``clock`` is
-    injectable; the store is opened in :meth:`open` (SQLite in ``COURTLY_STATE``, or
-    memory).
+    injectable; the store is opened in :meth:`open` (SQLite in ``COURTLY_STATE``,
+    memory, or the shared crawl ``COURTLY_CRAWL_NAME`` in a Redis ``COURTLY_STORE``).
     """
 
     def __init__(
@@ -181,7 +182,8 @@ class CourtlyScheduler:
                 "the courtly scheduler needs Scrapy's asyncio reactor (TWISTED_REACTOR = "
                 "'twisted.internet.asyncioreactor.AsyncioSelectorReactor', the default)"
             )
-        frontier = Frontier(self._open_store(), self._fconfig, clock=self._clock)
+        store = self._open_store()
+        frontier = Frontier(store, self._fconfig, clock=self._clock)
         self._payloads = Payloads(RequestCodec(spider), self._stats)
         pipe = Pipeline(
             self._clock,
@@ -192,7 +194,7 @@ class CourtlyScheduler:
             fetch_robots=self._fetch_robots,
         )
         robots = RobotsBook(self._clock, self._politeness, self.config.user_agent)
-        self._refill = Refill(
+        refill = Refill(
             frontier,
             pipe,
             self.config,
@@ -202,8 +204,15 @@ class CourtlyScheduler:
             clock=self._clock,
             on_store_error=lambda: self._close_spider("courtly_store_error"),
         )
+        if self.config.shared:
+            from courtly.store.redis import RedisStore
+
+            assert isinstance(store, RedisStore)
+            # The per-IP cap holds across every process of the crawl.
+            places = store.ip_gate(self.config.per_ip, self.config.lease_ttl_s)
+            pipe.gate = SharedIpGate(places, refill.spawn, pipe.admitted)
         feedback = Feedback(pipe, self._stats, self.config.user_agent, self._clock)
-        self._pipe, self._feedback = pipe, feedback
+        self._pipe, self._feedback, self._refill = pipe, feedback, refill
         sig = self.crawler.signals
         sig.connect(feedback.reached, signal=signals.request_reached_downloader)
         sig.connect(feedback.downloaded, signal=signals.response_downloaded)
@@ -211,11 +220,20 @@ class CourtlyScheduler:
         sig.connect(feedback.scheduled, signal=signals.request_scheduled)
         counts = await frontier.counts()
         self._stats.set("resumed_queued", counts.queued)
-        self._task = asyncio.get_running_loop().create_task(self._refill.run())
+        self._task = asyncio.get_running_loop().create_task(refill.run())
 
     def _open_store(self) -> FrontierStore:
         queues = self._fconfig.queues
-        if self.config.store == "memory":
+        config = self.config
+        if config.shared:
+            from courtly.store.redis import RedisStore  # the client library loads only when used
+            from courtly.store.redis.address import connect
+
+            assert config.crawl_name is not None  # CourtlySettings checks it
+            if config.state_dir is not None:
+                log.warning("courtly: COURTLY_STATE is not used with a Redis COURTLY_STORE")
+            return RedisStore(connect(config.store), config.crawl_name, queues)
+        if config.store == "memory":
             return MemoryStore(queues)
         from courtly.store.sqlite import SqliteStore
 
