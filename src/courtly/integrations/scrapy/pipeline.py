@@ -6,6 +6,8 @@ The engine's calls, the downloader's signals and the refill task share one
 * ``adds``: enqueued requests not yet in the frontier;
 * ``due``: leased requests whose host may be fetched now (the *due buffer*);
 * ``bypass``: requests with no host to be polite to (not http(s));
+* ``holdback``: leased requests whose host is not due yet (leased a little ahead
+  of its time), each released at its host's ``next_allowed_at``;
 * ``held``: leased requests, from their lease to the end of their response;
 * ``scraping``: responses the spider is working on (still leased: the lease
   completes once the requests of the callback are enqueued);
@@ -13,14 +15,16 @@ The engine's calls, the downloader's signals and the refill task share one
 
 A request moves from ``held`` to ``completions`` by :meth:`Pipeline.finish` (the
 request leaves the frontier) or :meth:`Pipeline.give_back` (it returns to the head
-of its host's queue). The per-IP gate (an
+of its host's queue). A leased request waits for its host's time (the holdback),
+then for a place at its address (the per-IP gate, an
 :class:`~courtly.integrations.scrapy.gate.AddressGate`: this process's count, or the
-shared crawl's) admits a request to ``due``; robots.txt comes first when its host's
-copy is unknown.
+shared crawl's), then goes to ``due``, robots.txt first when its host's copy is
+unknown.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 from collections.abc import Callable
 
@@ -30,6 +34,7 @@ from courtly.clock import Clock
 from courtly.frontier import Outcome
 from courtly.integrations.scrapy.gate import AddressGate, IpGate
 from courtly.integrations.scrapy.held import Add, Held, Step
+from courtly.integrations.scrapy.holdback import Holdback
 from courtly.integrations.scrapy.payloads import Payloads
 
 __all__ = ["Pipeline"]
@@ -56,6 +61,9 @@ class Pipeline:
         self.held: dict[str, Held] = {}
         self.scraping: dict[str, Held] = {}
         self.completions: deque[tuple[Held, Outcome | None, Step]] = deque()
+        self.holdback: Holdback[Held] = Holdback(
+            clock, asyncio.get_running_loop().call_later, self._enter_gate
+        )
         self.gate: AddressGate[Held] = IpGate(per_ip)
         """This process's count; a shared crawl's scheduler puts its store's gate here."""
         self.admitting = 0
@@ -71,6 +79,7 @@ class Pipeline:
         return bool(
             self.bypass
             or self.due
+            or self.holdback
             or self.adds
             or self.held
             or self.scraping
@@ -84,8 +93,14 @@ class Pipeline:
         return len(self.held) + len(self.scraping) + self.admitting
 
     def admit(self, held: Held, ip: str | None) -> None:
-        """Let ``held`` go to its address ``ip`` (``None``: unknown), or wait for a place."""
+        """Let ``held`` go to its address ``ip`` (``None``: unknown) once its host is due
+        and it has a place there."""
         held.ip = ip
+        if not self.holdback.hold(held, held.lease.host.next_allowed_at):
+            self._enter_gate(held)
+
+    def _enter_gate(self, held: Held) -> None:
+        ip = held.ip
         if ip is None or self.gate.admit(ip, held):
             self.go(held)
         else:
@@ -139,6 +154,6 @@ class Pipeline:
 
     def unhanded(self) -> list[Held]:
         """Remove and return what was leased but never handed to the engine (at close)."""
-        items = [*self.due, *self.gate.drain_waiting()]
+        items = [*self.due, *self.holdback.drain(), *self.gate.drain_waiting()]
         self.due.clear()
         return items

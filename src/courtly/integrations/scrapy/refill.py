@@ -2,13 +2,21 @@
 
 One asyncio task per open scheduler. Each step drains the add buffer into the
 frontier (payloads as blobs first, then the keys) and the completion queue back
-into it, with one store flush; then leases ready hosts (at most twice
+into it, with one store flush; then leases the hosts that are ready or will be
+within :data:`LEASE_AHEAD_S` (at most twice
 ``CONCURRENT_REQUESTS`` outstanding, responses in the spider's hands included),
 loads each leased request, applies robots.txt (fetched under the host's lease
-when the copy is unknown or stale), the address check and the per-IP cap, and
+when the copy is unknown or stale) and the address check, and hands it to the
+pipeline, which holds it until its host's time, then its address place, and
 puts it in the due buffer, waking the engine. Then it sleeps on a
-:class:`~courtly.integrations.scrapy.waker.Waker` until the next host is due
-or new work arrives (at most :data:`MAX_IDLE_S`).
+:class:`~courtly.integrations.scrapy.waker.Waker` until :data:`LEASE_AHEAD_S`
+before the next host is due, or new work arrives (at most :data:`MAX_IDLE_S`).
+
+Leasing ahead takes the refill task off the path from a host's time to its
+request: at that time only a loop timer (the pipeline's holdback) and the
+engine's poll are left, whatever the store I/O and the SQLite commit of the step
+cost. The price: a host is leased up to that long before its request, and a
+kill in between repeats nothing (no request was made).
 
 On a store shared with other processes (Redis) the frontier says nothing is
 waiting while they hold every host with work: then this process stays open as
@@ -38,13 +46,17 @@ from courtly.integrations.scrapy.stats import SchedulerStats
 from courtly.integrations.scrapy.waker import Waker
 from courtly.robots import RobotsDecision, authority_of
 
-__all__ = ["MAX_IDLE_S", "SHARED_POLL_S", "Refill"]
+__all__ = ["LEASE_AHEAD_S", "MAX_IDLE_S", "SHARED_POLL_S", "Refill"]
 
 log = logging.getLogger(__name__)
 
 ADD_BATCH: Final = 2_000
 MAX_IDLE_S: Final = 1.0
 """The task looks again at least this often, even with nothing to do."""
+LEASE_AHEAD_S: Final = 0.25
+"""Hosts due within this many seconds are leased now (memory and SQLite stores; the
+Redis store decides on its server's clock, so a shared crawl leases only what is due).
+A refill step late by less than this delays no request."""
 SHARED_POLL_S: Final = 0.1
 """How often a process of a shared crawl asks again while other processes hold every
 host with work."""
@@ -181,8 +193,11 @@ class Refill:
         if room <= 0:
             return MAX_IDLE_S
         now = self._clock.now()
-        batch = await self.frontier.lease(room)
-        previous, self._last_lease_at = self._last_lease_at, now
+        ahead = 0.0 if self.config.shared else LEASE_AHEAD_S
+        batch = await self.frontier.lease(room, ahead_s=ahead)
+        # A host is owed (its request's start lag is sampled) if it was not leasable at
+        # the previous lease.
+        previous, self._last_lease_at = self._last_lease_at, now + ahead
         for lease in batch.leases:
             due = lease.host.next_allowed_at
             owed = due if due > previous else None
@@ -205,7 +220,7 @@ class Refill:
                 return MAX_IDLE_S
             pipe.frontier_busy = busy or await self._crawl_has_leases(now)
             return SHARED_POLL_S
-        wait_s = batch.next_ready_at - now
+        wait_s = batch.next_ready_at - ahead - now
         pipe.frontier_busy = bool(leased or pipe.adds) or wait_s <= self.config.max_wait_s
         return max(0.0005, min(wait_s, MAX_IDLE_S))
 
