@@ -50,7 +50,7 @@ class Pipeline:
         payloads: Payloads,
         *,
         poke: Callable[[], None],
-        wake_engine: Callable[[], None],
+        wake_engine: Callable[[bool], None],
         fetch_robots: Callable[[Held], None],
     ) -> None:
         self.clock = clock
@@ -62,8 +62,9 @@ class Pipeline:
         self.scraping: dict[str, Held] = {}
         self.completions: deque[tuple[Held, Outcome | None, Step]] = deque()
         self.holdback: Holdback[Held] = Holdback(
-            clock, asyncio.get_running_loop().call_later, self._enter_gate
+            clock, asyncio.get_running_loop().call_later, self._released
         )
+        self._from_timer = False
         self.gate: AddressGate[Held] = IpGate(per_ip)
         """This process's count; a shared crawl's scheduler puts its store's gate here."""
         self.admitting = 0
@@ -99,6 +100,15 @@ class Pipeline:
         if not self.holdback.hold(held, held.lease.host.next_allowed_at):
             self._enter_gate(held)
 
+    def _released(self, held: Held) -> None:
+        """The holdback's timer: ``held``'s host is due. This is a loop callback of
+        the scheduler's own, so the engine may poll at once (one turn saved)."""
+        self._from_timer = True
+        try:
+            self._enter_gate(held)
+        finally:
+            self._from_timer = False
+
     def _enter_gate(self, held: Held) -> None:
         ip = held.ip
         if ip is None or self.gate.admit(ip, held):
@@ -113,7 +123,8 @@ class Pipeline:
             return
         held.buffered_at = self.clock.now()
         self.due.append(held)
-        self.wake_engine()
+        at_once, self._from_timer = self._from_timer, False  # the poll may re-enter here
+        self.wake_engine(at_once)
 
     def release_ip(self, held: Held) -> None:
         """``held``'s exchange is over: free its place at its address for the next."""

@@ -126,7 +126,7 @@ class Refill:
                 if not self.pipeline.pending():
                     # Nothing left: let the engine see it is idle now, not at its next
                     # heartbeat (5 s).
-                    self.pipeline.wake_engine()
+                    self.pipeline.wake_engine(False)
                 await self.work.wait(wait_s)
             for task in list(self._children):
                 task.cancel()

@@ -126,7 +126,7 @@ class CourtlyScheduler:
         except InvalidURL:
             pipe.bypass.append(request)  # not http(s): no host to be polite to
             self._stats.inc("bypassed")
-            self._wake_engine()
+            self._wake_engine(False)
             return True
         payload_id = payload_id_of(key)
         payload = payloads.encode(payload_id, request)
@@ -291,8 +291,8 @@ class CourtlyScheduler:
         if self._refill is not None:
             self._refill.work.poke()
 
-    def _wake_engine(self) -> None:
-        if wake_engine(self.crawler.engine):
+    def _wake_engine(self, at_once: bool) -> None:
+        if wake_engine(self.crawler.engine, at_once=at_once):
             self._stats.inc("engine_wakeups")
         else:
             self._stats.inc("engine_wake_unavailable")
