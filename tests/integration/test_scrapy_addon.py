@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.redis_servers import have_redis_server, new_crawl_name, start_standalone, stop_server
+from tests.redis_servers import (
+    RedisCluster,
+    have_redis_server,
+    new_crawl_name,
+    start_standalone,
+    stop_server,
+)
 
 from courtly.sandbox import (
     AuditReport,
@@ -259,6 +265,23 @@ def robots_first(web: Web, records: list[RequestRecord]) -> list[str]:
     return [h for h, rec in first.items() if not truth.is_robots_path(h, rec.path)]
 
 
+def assert_polite_and_complete(
+    web: Web, records: list[RequestRecord], report: AuditReport, per_ip: int
+) -> None:
+    """One request in flight per host, the per-IP cap, every gap, Crawl-delay and
+    Retry-After kept (and there to be kept), each page once, every reachable page,
+    robots.txt first."""
+    assert report.violations == 0, report.summary()
+    assert report.max_in_flight_per_host == 1
+    assert report.max_in_flight_per_ip <= per_ip
+    truth = SandboxTruth(web.world)
+    assert any(truth.crawl_delay_s(r.host, "courtly") > MIN_DELAY_S for r in records)
+    assert any(r.status in (429, 503) for r in records)
+    assert report.duplicate_fetches == 0
+    assert report.expected_fetched == report.expected_pages, report.summary()
+    assert robots_first(web, records) == []
+
+
 def page_counts(web: Web, records: list[RequestRecord]) -> Counter[str]:
     """Final answers per canonical page URL (robots.txt excluded)."""
     truth = SandboxTruth(web.world)
@@ -279,17 +302,7 @@ def test_addon_crawl_is_polite_complete_and_ends(web: Web, tmp_path: Path, scrap
     report = judge(web, records)
     assert run.returncode == 0, run.output[-3000:]
     assert run.stats["finish_reason"] == "finished", run.output[-3000:]
-    assert report.violations == 0, report.summary()
-    assert report.max_in_flight_per_host == 1
-    assert report.max_in_flight_per_ip <= PER_IP
-    # Crawl-delay and Retry-After were there to be honoured (the audit checks the gaps).
-    truth = SandboxTruth(web.world)
-    assert any(truth.crawl_delay_s(r.host, "courtly") > MIN_DELAY_S for r in records)
-    assert any(r.status in (429, 503) for r in records)
-    # Each page once, every reachable page.
-    assert report.duplicate_fetches == 0
-    assert report.expected_fetched == report.expected_pages, report.summary()
-    assert robots_first(web, records) == []
+    assert_polite_and_complete(web, records, report, PER_IP)
     assert run.stat("downloader/response_count") == len(records)
     # Scrapy's own throttles are off, courtly's stats are there, the engine was woken.
     assert run.stat("courtly/robots_fetches") == report.hosts
@@ -372,14 +385,18 @@ def one_address_web(tmp_path: Path) -> Iterator[Web]:
 
 
 @pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
-@SCRAPYS
+@pytest.mark.parametrize(
+    ("scrapy", "redis"), [("newest", "standalone"), ("oldest", "standalone"), ("newest", "cluster")]
+)
 def test_two_processes_share_one_redis_frontier_politely(
-    one_address_web: Web, tmp_path: Path, scrapy: str
+    one_address_web: Web, tmp_path: Path, scrapy: str, redis: str
 ) -> None:
-    """Two Scrapy processes, one crawl in Redis: audited as one polite crawler."""
+    """Two Scrapy processes, one crawl in Redis (one server, or a 3-master cluster):
+    audited as one polite crawler."""
     web = one_address_web
     oldest = on_oldest(scrapy)
-    url, server = start_standalone()
+    cluster = RedisCluster().start() if redis == "cluster" else None
+    url, server = (cluster.url, None) if cluster is not None else start_standalone()
     try:
         shared = [
             *courtly_args(tmp_path / "unused", per_ip=SHARED_PER_IP),
@@ -403,7 +420,10 @@ def test_two_processes_share_one_redis_frontier_politely(
                 pytest.fail("Scrapy did not finish in time")
         runs = [finished(proc, workdir) for proc, workdir in zip(procs, dirs, strict=True)]
     finally:
-        stop_server(server)
+        if server is not None:
+            stop_server(server)
+        if cluster is not None:
+            cluster.stop()
     records = web.records()
     report = judge(web, records, per_ip=SHARED_PER_IP)
     for run in runs:
@@ -416,17 +436,8 @@ def test_two_processes_share_one_redis_frontier_politely(
     closed_at = [(workdir / "stats.json").stat().st_mtime for workdir in dirs]
     last = runs[closed_at.index(max(closed_at))]
     assert last.stat("courtly/left_queued") == 0
-    # One request in flight per host and per-IP cap across both processes, every gap,
-    # Crawl-delay and Retry-After kept, each page once, every reachable page.
-    assert report.violations == 0, report.summary()
-    assert report.max_in_flight_per_host == 1
-    assert report.max_in_flight_per_ip <= SHARED_PER_IP
-    truth = SandboxTruth(web.world)
-    assert any(truth.crawl_delay_s(r.host, "courtly") > MIN_DELAY_S for r in records)
-    assert any(r.status in (429, 503) for r in records)
-    assert report.duplicate_fetches == 0
-    assert report.expected_fetched == report.expected_pages, report.summary()
-    assert robots_first(web, records) == []
+    # Across both processes.
+    assert_polite_and_complete(web, records, report, SHARED_PER_IP)
     assert sum(run.stat("downloader/response_count") for run in runs) == len(records)
     # robots.txt once per host for the crawl: the second process reads the first's copy.
     assert sum(run.stat("courtly/robots_fetches") for run in runs) == report.hosts
