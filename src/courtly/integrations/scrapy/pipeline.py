@@ -67,6 +67,9 @@ class Pipeline:
         self._from_timer = False
         self.gate: AddressGate[Held] = IpGate(per_ip)
         """This process's count; a shared crawl's scheduler puts its store's gate here."""
+        self.freed_at: dict[str, float] = {}
+        """Per host key: when this process last let its lease go (the spider done with
+        its response, or the lease given back), for the start-lag statistic."""
         self.admitting = 0
         """Leases being admitted (payload load, robots.txt, address) right now."""
         self.frontier_busy = True
@@ -144,23 +147,25 @@ class Pipeline:
     def finish(self, held: Held, outcome: Outcome) -> None:
         """The lease is done: complete it (the request leaves the frontier)."""
         self.held.pop(held.lease.url, None)
-        self.completions.append((held, outcome, "complete"))
-        self._poke()
+        self._let_go(held, outcome, "complete")
 
     def give_back(self, held: Held, outcome: Outcome | None) -> None:
         """Release the lease: the request returns to the head of its host's queue."""
         self.held.pop(held.lease.url, None)
         if not held.stored:
             self.payloads.keep(held.payload_id, held.request)
-        self.completions.append((held, outcome, "release"))
-        self._poke()
+        self._let_go(held, outcome, "release")
 
     def settle(self, held: Held) -> None:
         """The spider is done with ``held``'s response: complete its lease."""
         outcome = held.outcome
         assert outcome is not None
         del self.scraping[held.lease.url]
-        self.completions.append((held, outcome, "complete"))
+        self._let_go(held, outcome, "complete")
+
+    def _let_go(self, held: Held, outcome: Outcome | None, step: Step) -> None:
+        self.freed_at[held.lease.host_key] = self.clock.now()
+        self.completions.append((held, outcome, step))
         self._poke()
 
     def unhanded(self) -> list[Held]:

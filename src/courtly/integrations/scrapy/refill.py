@@ -200,7 +200,13 @@ class Refill:
         previous, self._last_lease_at = self._last_lease_at, now + ahead
         for lease in batch.leases:
             due = lease.host.next_allowed_at
+            freed = pipe.freed_at.pop(lease.host_key, None)
             owed = due if due > previous else None
+            if owed is not None and freed is not None and freed > due:
+                # Due while the spider still had its last response: the callback's
+                # wait (courtly/scrape_*), not the scheduler's.
+                owed = None
+                self.stats.inc("start_lag_after_callback")
             pipe.admitting += 1
             if self._addresses.known(lease.url):
                 # No lookup to wait for: no task, no turn of the loop.
