@@ -130,8 +130,11 @@ def robots_outcome(
 class RobotsBook:
     """robots.txt decisions per authority (see the module doc)."""
 
-    def __init__(self, clock: Clock, politeness: PolitenessConfig, user_agent: str) -> None:
+    def __init__(
+        self, clock: Clock, politeness: PolitenessConfig, user_agent: str, *, shared: bool = False
+    ) -> None:
         self._clock = clock
+        self._shared = shared
         self._politeness = politeness
         self._user_agent = user_agent
         self._cache = RobotsCache()
@@ -139,9 +142,11 @@ class RobotsBook:
 
     async def decision(self, store: FrontierStore, authority: Authority) -> RobotsDecision | None:
         """The fresh decision for ``authority``, from the cache or the store; ``None``
-        if robots.txt is to be fetched."""
+        if robots.txt is to be fetched. The store is read once per authority, or, in a
+        ``shared`` crawl, whenever the cache has no fresh decision (another process may
+        have fetched a newer copy)."""
         decision = self._cache.lookup(authority, self._clock.now())
-        if decision is None and authority not in self._restored:
+        if decision is None and (self._shared or authority not in self._restored):
             decision = await self._restore(store, authority)
         return decision
 

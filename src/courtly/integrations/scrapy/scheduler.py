@@ -193,7 +193,9 @@ class CourtlyScheduler:
             wake_engine=self._wake_engine,
             fetch_robots=self._fetch_robots,
         )
-        robots = RobotsBook(self._clock, self._politeness, self.config.user_agent)
+        robots = RobotsBook(
+            self._clock, self._politeness, self.config.user_agent, shared=self.config.shared
+        )
         refill = Refill(
             frontier,
             pipe,
