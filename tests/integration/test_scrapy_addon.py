@@ -441,5 +441,7 @@ def test_two_processes_share_one_redis_frontier_politely(
     assert sum(run.stat("downloader/response_count") for run in runs) == len(records)
     # robots.txt once per host for the crawl: the second process reads the first's copy.
     assert sum(run.stat("courtly/robots_fetches") for run in runs) == report.hosts
-    # Each process saw the other's seeds and links as duplicates in the shared seen-set.
-    assert all(run.stat("courtly/dropped/duplicates_resumed") > 0 for run in runs)
+    # Both processes enqueue every seed: the shared seen-set drops one copy of each
+    # (and the links both processes found), whichever process came second.
+    dropped = sum(run.stat("courtly/dropped/duplicates_resumed") for run in runs)
+    assert dropped >= len(web.seeds), [run.stats for run in runs]
