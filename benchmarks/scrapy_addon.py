@@ -10,7 +10,10 @@ a child process, for the same time budget, audited by the server's log as in
 * ``scrapy_polite``: stock Scrapy configured to be polite (robots.txt, one request
   per domain, ``DOWNLOAD_DELAY`` = the minimum delay: ``compare_scrapy``'s settings);
 * ``scrapy_defaults``: stock Scrapy's own defaults (8 per domain, no delay, no
-  robots.txt).
+  robots.txt);
+* ``addon_before`` (with ``--baseline-src DIR``): the add-on as the courtly source
+  tree ``DIR/src`` has it (e.g. ``git archive <commit> src | tar -x -C DIR``), put
+  first on the crawler's ``PYTHONPATH``: before and after a change, side by side.
 
 Figures per crawler: ``pages_per_s``, ``violations`` (and by kind), ``coverage``,
 CPU, and the *start lag* of consecutive requests to a host on hosts with no
@@ -18,13 +21,15 @@ Crawl-delay, not slow, not flaky, from the server log: for the add-on, next star
 minus (previous end + max(min delay, delay factor x previous duration)); for
 stock Scrapy, whose delay runs from the start of the previous request, next start
 minus (previous start + delay). Only pairs with a lag under 1 s count (a longer
-one means the host had nothing queued). The add-on also reports its own
-``courtly/start_lag_*`` stats (request entered the downloader - host came due).
+one means the host had nothing queued): ``start_lag_p50_ms``, ``_p90_ms``,
+``_p99_ms``. The add-on also reports its own ``courtly/start_lag_*`` stats
+(request entered the downloader - host came due).
 
     python benchmarks/scrapy_addon.py --quick --json
     python benchmarks/scrapy_addon.py --scenario broad --seconds 20
     python benchmarks/scrapy_addon.py --quick --addon-set COURTLY_BACK_QUEUES=64
     python benchmarks/scrapy_addon.py --quick --py-spy out/profiles   # where the time goes
+    python benchmarks/scrapy_addon.py --quick --crawlers addon_before,addon --baseline-src /tmp/old
 
 ``--addon-set NAME=JSON`` passes a setting to the add-on's run only; ``--py-spy DIR``
 samples every crawler with py-spy (installed with pip) into ``DIR/<scenario>-<crawler>.txt``
@@ -62,6 +67,7 @@ from compare_scrapy import (
 from courtly.sandbox import RequestRecord, SandboxTruth, load_log
 
 CRAWLERS = ("addon", "scrapy_polite", "scrapy_defaults")
+ADDONS = ("addon", "addon_before")
 _MAX_LAG_S = 1.0
 
 
@@ -75,7 +81,7 @@ def command(
 ) -> list[str]:
     """``scrapy_spider.py`` for ``crawler`` (see the module doc)."""
     cmd = [sys.executable, *scrapy_spider_args(scenario, web, seconds, run / "stats.json")]
-    if crawler == "addon":
+    if crawler in ADDONS:
         return [
             *cmd,
             "--courtly",
@@ -142,6 +148,7 @@ def measure(
     workdir: Path,
     addon_set: Sequence[str] = (),
     py_spy: Path | None = None,
+    baseline_src: Path | None = None,
 ) -> dict[str, Any]:
     run = workdir / f"{scenario.name}-{crawler}"
     if run.exists():
@@ -154,17 +161,22 @@ def measure(
         spy = shutil.which("py-spy", path=str(Path(sys.executable).parent)) or "py-spy"
         out = py_spy / f"{scenario.name}-{crawler}.txt"
         cmd = [spy, "record", "--format", "raw", "--rate", "200", "-o", str(out), "--", *cmd]
+    env = None
+    if crawler == "addon_before":
+        assert baseline_src is not None, "addon_before needs --baseline-src"
+        env = {**os.environ, "PYTHONPATH": str(baseline_src / "src")}
     try:
-        cost = run_measured(cmd, run / "scrapy.log")
+        cost = run_measured(cmd, run / "scrapy.log", env)
     finally:
         web.stop()
     records = load_log(Path(web.info["log_path"]))
     figures = summarise(scenario, web, records, cost, seconds)
     mine = [r for r in records if r.ua == USER_AGENT]
-    lags = start_lags(mine, SandboxTruth(web.world), scenario, from_start=crawler != "addon")
+    lags = start_lags(mine, SandboxTruth(web.world), scenario, from_start=crawler not in ADDONS)
     figures["start_lag_pairs"] = len(lags)
     figures["start_lag_p50_ms"] = _quantile(lags, 0.5)
     figures["start_lag_p90_ms"] = _quantile(lags, 0.9)
+    figures["start_lag_p99_ms"] = _quantile(lags, 0.99)
     figures["start_lag_mean_ms"] = round(1000 * statistics.fmean(lags), 1) if lags else None
     stats_file = run / "stats.json"
     if stats_file.exists():
@@ -189,6 +201,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--py-spy", type=Path, metavar="DIR", help="profile every crawler")
     parser.add_argument("--cpus", help="pin the run to these CPUs (e.g. 0 or 0,1)")
+    parser.add_argument(
+        "--baseline-src", type=Path, metavar="DIR", help="courtly tree of addon_before"
+    )
     args = parser.parse_args(argv)
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
@@ -203,6 +218,7 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "addon_set": args.addon_set,
         "cpus": args.cpus,
+        "baseline_src": str(args.baseline_src) if args.baseline_src else None,
         "scenarios": {},
     }
     for name in names:
@@ -210,12 +226,23 @@ def main(argv: list[str] | None = None) -> int:
         out: dict[str, Any] = {"hosts": scenario.spec.n_hosts, "min_delay_s": scenario.min_delay_s}
         for crawler in crawlers:
             print(f"[{name}] {crawler}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
-            figures = measure(crawler, scenario, seconds, args.workdir, args.addon_set, args.py_spy)
+            figures = measure(
+                crawler,
+                scenario,
+                seconds,
+                args.workdir,
+                args.addon_set,
+                args.py_spy,
+                args.baseline_src,
+            )
             out[crawler] = figures
+            own = figures.get("courtly_stats", {})
             print(
                 f"[{name}] {crawler}: {figures['pages_per_s']} pages/s, violations "
                 f"{figures['violations']} {figures['violations_by_kind']}, lag p50/p90 "
                 f"{figures['start_lag_p50_ms']}/{figures['start_lag_p90_ms']} ms",
+                f"courtly p50/p99 {own.get('courtly/start_lag_p50_ms')}/"
+                f"{own.get('courtly/start_lag_p99_ms')} ms",
                 file=sys.stderr,
                 flush=True,
             )

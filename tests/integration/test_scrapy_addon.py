@@ -7,6 +7,8 @@ would stamp its log late).
 The web is finite (no traps, nothing dead or hostile) so the crawl ends by itself,
 with a crawl-delay host, a slow host, a 429/503 host with ``Retry-After`` and a
 robots.txt redirect. The negative control runs stock Scrapy on the same web.
+Two processes sharing one frontier in a Redis server of their own are audited
+as one crawler.
 """
 
 from __future__ import annotations
@@ -20,11 +22,18 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.redis_servers import (
+    RedisCluster,
+    have_redis_server,
+    new_crawl_name,
+    start_standalone,
+    stop_server,
+)
 
 from courtly.sandbox import (
     AuditReport,
@@ -46,6 +55,35 @@ PER_IP = 2
 RUN_TIMEOUT_S = 40.0
 OLDEST = Path(sys.prefix) / "scrapy-oldest"
 """Scrapy 2.13 (and a Twisted it works with), installed there by ``make`` (see the Makefile)."""
+REQUIRE_OLDEST = os.environ.get("COURTLY_REQUIRE_SCRAPY_OLDEST") == "1"
+"""Set by CI (``.ci/run``): a missing oldest Scrapy fails the tests instead of skipping them."""
+SCRAPYS = pytest.mark.parametrize("scrapy", ["newest", "oldest"])
+"""Run a test on the newest Scrapy (the test extra) and on the oldest supported one."""
+
+
+def on_oldest(scrapy: str) -> bool:
+    """Whether this run is on the oldest Scrapy (skipped, or failed in CI, if absent)."""
+    if scrapy != "oldest":
+        return False
+    if not (OLDEST / "scrapy").is_dir():
+        message = f"the oldest supported Scrapy is not installed in {OLDEST} (run make)"
+        if REQUIRE_OLDEST:
+            pytest.fail(message)
+        pytest.skip(message)
+    return True
+
+
+def scrapy_path(oldest: bool) -> str:
+    """``PYTHONPATH`` for a child process on the oldest or the newest Scrapy."""
+    path = [str(OLDEST)] if oldest else []
+    path.append(str(SPIDER.parents[1] / "src"))
+    return os.pathsep.join(path)
+
+
+def banner(oldest: bool) -> str:
+    """What Scrapy's log says first, on the version asked for."""
+    return "[scrapy.utils.log] INFO: Scrapy " + ("2.13." if oldest else "2.")
+
 
 SPEC = SandboxSpec(
     seed=3,
@@ -147,17 +185,39 @@ def scrapy_command(web: Web, workdir: Path, extra: Sequence[str]) -> list[str]:
     ]
 
 
-def courtly_args(state: Path) -> list[str]:
+def courtly_args(state: Path, per_ip: int = PER_IP) -> list[str]:
     return [
         "--courtly",
         str(state),
         "--set",
         "COURTLY_ALLOW_PRIVATE_NETWORKS=true",
         "--set",
-        f"COURTLY_PER_IP={PER_IP}",
+        f"COURTLY_PER_IP={per_ip}",
         "--set",
         "COURTLY_MAX_WAIT=5",
     ]
+
+
+def start_scrapy(
+    web: Web, workdir: Path, extra: Sequence[str], *, oldest: bool = False
+) -> subprocess.Popen[bytes]:
+    """Start the spider (on the oldest supported Scrapy with ``oldest``); its output
+    goes to ``workdir/scrapy.log``."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    with (workdir / "scrapy.log").open("wb") as sink:
+        return subprocess.Popen(
+            scrapy_command(web, workdir, extra),
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": scrapy_path(oldest)},
+        )
+
+
+def finished(proc: subprocess.Popen[bytes], workdir: Path) -> Run:
+    stats_file = workdir / "stats.json"
+    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
+    assert proc.returncode is not None
+    return Run(proc.returncode, stats, (workdir / "scrapy.log").read_text(errors="replace"))
 
 
 def run_scrapy(
@@ -170,38 +230,27 @@ def run_scrapy(
 ) -> Run:
     """Run the spider to its end, or SIGKILL it as soon as ``kill_when()`` holds;
     on the oldest supported Scrapy with ``oldest``."""
-    workdir.mkdir(parents=True, exist_ok=True)
-    out = workdir / "scrapy.log"
-    path = [str(OLDEST)] if oldest else []
-    path.append(str(SPIDER.parents[1] / "src"))
-    with out.open("wb") as sink:
-        proc = subprocess.Popen(
-            scrapy_command(web, workdir, extra),
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-            env={**os.environ, "PYTHONPATH": os.pathsep.join(path)},
-        )
-        deadline = time.monotonic() + RUN_TIMEOUT_S + 30
-        while proc.poll() is None:
-            if kill_when is not None and kill_when():
-                proc.send_signal(signal.SIGKILL)
-                proc.wait()
-                break
-            if time.monotonic() > deadline:
-                proc.kill()
-                pytest.fail("Scrapy did not finish in time")
-            time.sleep(0.02)
-    stats_file = workdir / "stats.json"
-    stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
-    return Run(proc.returncode, stats, out.read_text(errors="replace"))
+    proc = start_scrapy(web, workdir, extra, oldest=oldest)
+    deadline = time.monotonic() + RUN_TIMEOUT_S + 30
+    while proc.poll() is None:
+        if kill_when is not None and kill_when():
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+            break
+        if time.monotonic() > deadline:
+            proc.kill()
+            proc.wait()
+            pytest.fail("Scrapy did not finish in time")
+        time.sleep(0.02)
+    return finished(proc, workdir)
 
 
-def judge(web: Web, records: list[RequestRecord]) -> AuditReport:
+def judge(web: Web, records: list[RequestRecord], per_ip: int = PER_IP) -> AuditReport:
     return audit(
         records,
         spec_or_truth=SandboxTruth(web.world),
         min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,
+        per_ip_cap=per_ip,
         only_user_agent=UA,
         seeds=web.seeds,
     )
@@ -216,6 +265,23 @@ def robots_first(web: Web, records: list[RequestRecord]) -> list[str]:
     return [h for h, rec in first.items() if not truth.is_robots_path(h, rec.path)]
 
 
+def assert_polite_and_complete(
+    web: Web, records: list[RequestRecord], report: AuditReport, per_ip: int
+) -> None:
+    """One request in flight per host, the per-IP cap, every gap, Crawl-delay and
+    Retry-After kept (and there to be kept), each page once, every reachable page,
+    robots.txt first."""
+    assert report.violations == 0, report.summary()
+    assert report.max_in_flight_per_host == 1
+    assert report.max_in_flight_per_ip <= per_ip
+    truth = SandboxTruth(web.world)
+    assert any(truth.crawl_delay_s(r.host, "courtly") > MIN_DELAY_S for r in records)
+    assert any(r.status in (429, 503) for r in records)
+    assert report.duplicate_fetches == 0
+    assert report.expected_fetched == report.expected_pages, report.summary()
+    assert robots_first(web, records) == []
+
+
 def page_counts(web: Web, records: list[RequestRecord]) -> Counter[str]:
     """Final answers per canonical page URL (robots.txt excluded)."""
     truth = SandboxTruth(web.world)
@@ -227,29 +293,16 @@ def page_counts(web: Web, records: list[RequestRecord]) -> Counter[str]:
     return counts
 
 
-@pytest.mark.parametrize("scrapy", ["newest", "oldest"])
+@SCRAPYS
 def test_addon_crawl_is_polite_complete_and_ends(web: Web, tmp_path: Path, scrapy: str) -> None:
-    if scrapy == "oldest" and not (OLDEST / "scrapy").is_dir():
-        pytest.skip(f"the oldest supported Scrapy is not installed in {OLDEST} (run make)")
-    oldest = scrapy == "oldest"
+    oldest = on_oldest(scrapy)
     run = run_scrapy(web, tmp_path / "run", courtly_args(tmp_path / "state"), oldest=oldest)
-    version = "Scrapy 2.13." if oldest else "Scrapy 2."
-    assert f"[scrapy.utils.log] INFO: {version}" in run.output
+    assert banner(oldest) in run.output
     records = web.records()
     report = judge(web, records)
     assert run.returncode == 0, run.output[-3000:]
     assert run.stats["finish_reason"] == "finished", run.output[-3000:]
-    assert report.violations == 0, report.summary()
-    assert report.max_in_flight_per_host == 1
-    assert report.max_in_flight_per_ip <= PER_IP
-    # Crawl-delay and Retry-After were there to be honoured (the audit checks the gaps).
-    truth = SandboxTruth(web.world)
-    assert any(truth.crawl_delay_s(r.host, "courtly") > MIN_DELAY_S for r in records)
-    assert any(r.status in (429, 503) for r in records)
-    # Each page once, every reachable page.
-    assert report.duplicate_fetches == 0
-    assert report.expected_fetched == report.expected_pages, report.summary()
-    assert robots_first(web, records) == []
+    assert_polite_and_complete(web, records, report, PER_IP)
     assert run.stat("downloader/response_count") == len(records)
     # Scrapy's own throttles are off, courtly's stats are there, the engine was woken.
     assert run.stat("courtly/robots_fetches") == report.hosts
@@ -276,7 +329,11 @@ def test_stock_scrapy_fails_the_same_audit(web: Web, tmp_path: Path) -> None:
     assert report.violations >= report.gap_violations
 
 
-def test_resume_after_kill_repeats_only_what_was_in_flight(web: Web, tmp_path: Path) -> None:
+@SCRAPYS
+def test_resume_after_kill_repeats_only_what_was_in_flight(
+    web: Web, tmp_path: Path, scrapy: str
+) -> None:
+    oldest = on_oldest(scrapy)
     state = tmp_path / "state"
     killed_at: list[float] = []
 
@@ -286,12 +343,15 @@ def test_resume_after_kill_repeats_only_what_was_in_flight(web: Web, tmp_path: P
             return True
         return False
 
-    first = run_scrapy(web, tmp_path / "first", courtly_args(state), kill_when=enough)
+    first = run_scrapy(
+        web, tmp_path / "first", courtly_args(state), kill_when=enough, oldest=oldest
+    )
     assert first.returncode == -signal.SIGKILL and killed_at, first.output[-3000:]
     time.sleep(0.3)  # let the last responses of the killed process reach the log
     before = web.requests_logged
-    second = run_scrapy(web, tmp_path / "second", courtly_args(state))
+    second = run_scrapy(web, tmp_path / "second", courtly_args(state), oldest=oldest)
     records = web.records()
+    assert banner(oldest) in second.output
     assert second.returncode == 0, second.output[-3000:]
     assert second.stats["finish_reason"] == "finished", second.output[-3000:]
     assert second.stat("courtly/resumed_queued") > 0
@@ -309,3 +369,79 @@ def test_resume_after_kill_repeats_only_what_was_in_flight(web: Web, tmp_path: P
     early = [url for url in repeated if ended.get(url, kill_at) < kill_at - 0.5]
     assert early == [], f"fetched again although finished before the kill: {early}"
     assert len(repeated) <= 8, repeated  # at most CONCURRENT_REQUESTS were in flight
+
+
+SHARED_SPEC = replace(SPEC, ips=1)
+SHARED_PER_IP = 2
+"""Every host on one address with two places at it: two processes that each kept their
+own per-IP count would have up to four requests in flight there."""
+
+
+@pytest.fixture
+def one_address_web(tmp_path: Path) -> Iterator[Web]:
+    served = Web(SHARED_SPEC, tmp_path / "web")
+    yield served
+    served.stop()
+
+
+@pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
+@pytest.mark.parametrize(
+    ("scrapy", "redis"), [("newest", "standalone"), ("oldest", "standalone"), ("newest", "cluster")]
+)
+def test_two_processes_share_one_redis_frontier_politely(
+    one_address_web: Web, tmp_path: Path, scrapy: str, redis: str
+) -> None:
+    """Two Scrapy processes, one crawl in Redis (one server, or a 3-master cluster):
+    audited as one polite crawler."""
+    web = one_address_web
+    oldest = on_oldest(scrapy)
+    cluster = RedisCluster().start() if redis == "cluster" else None
+    url, server = (cluster.url, None) if cluster is not None else start_standalone()
+    try:
+        shared = [
+            *courtly_args(tmp_path / "unused", per_ip=SHARED_PER_IP),
+            "--set",
+            "COURTLY_STATE=null",
+            "--set",
+            f"COURTLY_STORE={json.dumps(url)}",
+            "--set",
+            f"COURTLY_CRAWL_NAME={json.dumps(new_crawl_name('scrapy'))}",
+        ]
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        procs = [start_scrapy(web, workdir, shared, oldest=oldest) for workdir in dirs]
+        deadline = time.monotonic() + RUN_TIMEOUT_S + 30
+        for proc in procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for other in procs:
+                    other.kill()
+                    other.wait()
+                pytest.fail("Scrapy did not finish in time")
+        runs = [finished(proc, workdir) for proc, workdir in zip(procs, dirs, strict=True)]
+    finally:
+        if server is not None:
+            stop_server(server)
+        if cluster is not None:
+            cluster.stop()
+    records = web.records()
+    report = judge(web, records, per_ip=SHARED_PER_IP)
+    for run in runs:
+        assert banner(oldest) in run.output
+        assert run.returncode == 0, run.output[-3000:]
+        assert run.stats["finish_reason"] == "finished", run.output[-3000:]
+        # Both processes fetched: the frontier was shared, not raced for.
+        assert run.stat("downloader/response_count") > 0, run.output[-3000:]
+    # The crawl's counts when the last process closed (the first may leave work to it).
+    closed_at = [(workdir / "stats.json").stat().st_mtime for workdir in dirs]
+    last = runs[closed_at.index(max(closed_at))]
+    assert last.stat("courtly/left_queued") == 0
+    # Across both processes.
+    assert_polite_and_complete(web, records, report, SHARED_PER_IP)
+    assert sum(run.stat("downloader/response_count") for run in runs) == len(records)
+    # robots.txt once per host for the crawl: the second process reads the first's copy.
+    assert sum(run.stat("courtly/robots_fetches") for run in runs) == report.hosts
+    # Both processes enqueue every seed: the shared seen-set drops one copy of each
+    # (and the links both processes found), whichever process came second.
+    dropped = sum(run.stat("courtly/dropped/duplicates_resumed") for run in runs)
+    assert dropped >= len(web.seeds), [run.stats for run in runs]

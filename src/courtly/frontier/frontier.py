@@ -137,14 +137,19 @@ class Frontier:
 
     # -- leasing ----------------------------------------------------------
 
-    async def lease(self, max_leases: int = 1) -> LeaseBatch:
+    async def lease(self, max_leases: int = 1, *, ahead_s: float = 0.0) -> LeaseBatch:
         """Lease up to ``max_leases`` ready hosts (their head URLs).
 
         If fewer come back, ``next_ready_at`` says when the next host will be
         ready (``None``: none is waiting; only a completion can bring work).
+        ``ahead_s`` also leases hosts that will be ready within that many seconds
+        (the store is asked as of ``now + ahead_s``): the caller then starts no
+        request before its lease's ``host.next_allowed_at``. Only for stores on the
+        caller's clock (memory, SQLite): the Redis store maps times through ``now``.
         """
         now = self._clock.now()
-        batch = await self.store.lease(now, self.config.lease_ttl_s, max_leases)
+        asked_at = now + max(0.0, ahead_s)
+        batch = await self.store.lease(asked_at, self.config.lease_ttl_s, max_leases)
         publish = self.events.publish
         for lease in batch.leases:
             publish(HostLeased(now, lease.host_key))

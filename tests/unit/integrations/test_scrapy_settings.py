@@ -44,10 +44,23 @@ def test_settings_are_read_by_their_names(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
+    "url", ["redis://127.0.0.1:6379/0", "redis+cluster://127.0.0.1:7000,127.0.0.1:7001"]
+)
+def test_a_redis_store_and_a_crawl_name_make_a_shared_crawl(url: str, tmp_path: Path) -> None:
+    config = CourtlySettings.from_settings(
+        Settings({"COURTLY_STORE": url, "COURTLY_CRAWL_NAME": "news"})
+    )
+    assert config.store == url and config.crawl_name == "news" and config.shared
+    assert not CourtlySettings.from_settings(Settings({"COURTLY_STATE": str(tmp_path)})).shared
+
+
+@pytest.mark.parametrize(
     "values",
     [
         {"COURTLY_STORE": "sqlite"},
         {"COURTLY_STORE": "redis"},
+        {"COURTLY_STORE": "redis://127.0.0.1:6379/0"},
+        {"COURTLY_STORE": "memory", "COURTLY_CRAWL_NAME": "c"},
         {"COURTLY_PER_IP": 0},
         {"COURTLY_MAX_WAIT": -1},
         {"COURTLY_MIN_DELAY": 5, "COURTLY_MAX_DELAY": 1},

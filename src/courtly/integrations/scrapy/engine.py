@@ -5,6 +5,10 @@
   engine's slot holds ``nextcall`` (a ``CallLaterOnce`` of
   ``_start_scheduled_requests``); scheduling it makes the engine poll at once.
   ``engine._slot`` since Scrapy 2.13. The integration tests fail if it goes.
+  With ``at_once`` the poll runs now, in the caller's turn of the loop, instead of
+  on the next one (``CallLaterOnce`` is callable: that is how the loop runs it):
+  only from a loop callback of the scheduler's own, never from inside the
+  engine's or the downloader's code (a signal handler), which it would re-enter.
 * :func:`download`: a request sent down the downloader (its middlewares included),
   past the scheduler: ``engine.download_async`` (2.14+) or ``engine.download``.
 """
@@ -20,14 +24,18 @@ from scrapy.utils.defer import maybe_deferred_to_future
 __all__ = ["download", "wake_engine"]
 
 
-def wake_engine(engine: Any) -> bool:
-    """Make ``engine`` ask the scheduler for requests now; ``False`` if it cannot be poked."""
+def wake_engine(engine: Any, *, at_once: bool = False) -> bool:
+    """Make ``engine`` ask the scheduler for requests (on the next turn of the loop, or
+    now with ``at_once``); ``False`` if it cannot be poked."""
     slot = getattr(engine, "_slot", None)
     nextcall = getattr(slot, "nextcall", None)
     schedule = getattr(nextcall, "schedule", None)
     if schedule is None:
         return False
-    schedule()
+    if at_once and callable(nextcall):
+        nextcall()
+    else:
+        schedule()
     return True
 
 

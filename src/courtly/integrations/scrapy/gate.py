@@ -3,18 +3,39 @@
 Host leases already keep one request per host; several hosts may share an
 address, so the scheduler also counts, per resolved IP, the requests it has let
 go (from the due buffer to the end of the response, robots.txt fetches
-included) and holds the rest back, first come first served. Pure bookkeeping:
-no clock, no I/O.
+included) and holds the rest back, first come first served. :class:`IpGate` is
+this process's count: pure bookkeeping, no clock, no I/O. A crawl shared by several
+processes counts in its store instead
+(:class:`~courtly.integrations.scrapy.shared_gate.SharedIpGate`); both are an
+:class:`AddressGate`.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
-__all__ = ["IpGate"]
+__all__ = ["AddressGate", "IpGate"]
 
 T = TypeVar("T")
+
+
+class AddressGate(Protocol[T]):
+    """Admission per address. An item not admitted at once is admitted later: returned
+    by a :meth:`release` (this process's gate) or handed to the gate's own callback
+    (a shared gate)."""
+
+    def admit(self, ip: str, item: T) -> bool:
+        """Take a place for ``item`` at ``ip`` now (``True``), or queue it (``False``)."""
+        ...
+
+    def release(self, ip: str) -> T | None:
+        """Free one place at ``ip``; the waiting item that takes it, if this gate says."""
+        ...
+
+    def drain_waiting(self) -> list[T]:
+        """Remove and return every waiting item (at close)."""
+        ...
 
 
 class IpGate(Generic[T]):

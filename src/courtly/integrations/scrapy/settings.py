@@ -5,6 +5,7 @@ Scrapy setting                     CLI flag                    default
 =================================  ==========================  =========================
 ``COURTLY_STATE``                  ``--state``                 none (memory store)
 ``COURTLY_STORE``                  ``--store``                 ``sqlite`` with a state
+``COURTLY_CRAWL_NAME``             ``--crawl-name``            none (needed with Redis)
 ``COURTLY_MIN_DELAY``              ``--min-delay``             1.0 s
 ``COURTLY_DELAY_FACTOR``           ``--delay-factor``          2.0
 ``COURTLY_MAX_DELAY``              ``--max-delay``             60 s
@@ -22,11 +23,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
+
+from courtly.store.redis.address import is_redis_url
 
 __all__ = ["CourtlySettings", "SettingsReader", "default_back_queues"]
-
-StoreKind = Literal["sqlite", "memory"]
 
 
 class SettingsReader(Protocol):
@@ -59,7 +60,11 @@ def default_back_queues(concurrency: int, min_delay_s: float) -> int:
 class CourtlySettings:
     """Everything the scheduler decides by. Durations in seconds.
 
-    ``state_dir`` holds ``frontier.sqlite3`` (``store == "sqlite"``); ``max_wait_s``
+    ``store`` is ``sqlite``, ``memory`` or a shared Redis frontier
+    (``redis://HOST:PORT[/DB]``, ``redis+cluster://HOST:PORT[,HOST:PORT...]``), which
+    needs ``crawl_name``: every Scrapy process with the same store and name joins that
+    crawl. ``state_dir`` holds ``frontier.sqlite3`` (``store == "sqlite"``; unused
+    with Redis, where the state lives); ``max_wait_s``
     is how far ahead a host may be due and still keep the spider open: when every
     host left is due later than that (parked after failures, a long Retry-After),
     the crawl ends and those URLs stay in the state for the next run.
@@ -71,7 +76,7 @@ class CourtlySettings:
     """
 
     state_dir: Path | None
-    store: StoreKind
+    store: str
     min_delay_s: float = 1.0
     delay_factor: float = 2.0
     max_delay_s: float = 60.0
@@ -83,10 +88,25 @@ class CourtlySettings:
     max_wait_s: float = 600.0
     back_queues: int = 16
     """:func:`default_back_queues` from :meth:`from_settings`."""
+    crawl_name: str | None = None
+
+    @property
+    def shared(self) -> bool:
+        """The store is shared with other processes (Redis)."""
+        return is_redis_url(self.store)
 
     def __post_init__(self) -> None:
         if self.store == "sqlite" and self.state_dir is None:
             raise ValueError("COURTLY_STORE = 'sqlite' needs COURTLY_STATE (a directory)")
+        if self.store not in ("sqlite", "memory") and not self.shared:
+            raise ValueError(
+                "COURTLY_STORE must be 'sqlite', 'memory' or a redis:// or redis+cluster:// "
+                f"URL, not {self.store!r}"
+            )
+        if self.shared and not self.crawl_name:
+            raise ValueError("a Redis COURTLY_STORE needs COURTLY_CRAWL_NAME (the crawl's name)")
+        if self.crawl_name and not self.shared:
+            raise ValueError("COURTLY_CRAWL_NAME names a crawl in a Redis COURTLY_STORE")
         if min(self.min_delay_s, self.delay_factor, self.max_delay_s) < 0:
             raise ValueError("COURTLY_MIN_DELAY, _DELAY_FACTOR and _MAX_DELAY must be >= 0")
         if self.max_delay_s < self.min_delay_s:
@@ -106,15 +126,15 @@ class CourtlySettings:
         ``DOWNLOAD_TIMEOUT``); raises :class:`ValueError` for an unusable combination."""
         raw_state = settings.get("COURTLY_STATE")
         state_dir = Path(str(raw_state)) if raw_state else None
-        raw_store = settings.get("COURTLY_STORE") or ("sqlite" if state_dir else "memory")
-        store = str(raw_store).lower()
-        if store not in ("sqlite", "memory"):
-            raise ValueError(f"COURTLY_STORE must be 'sqlite' or 'memory', not {raw_store!r}")
+        raw_store = str(settings.get("COURTLY_STORE") or ("sqlite" if state_dir else "memory"))
+        store = raw_store if is_redis_url(raw_store) else raw_store.lower()
+        raw_name = settings.get("COURTLY_CRAWL_NAME")
         timeout_s = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
         concurrency = settings.getint("CONCURRENT_REQUESTS", 16)
         return cls(
             state_dir=state_dir,
-            store="sqlite" if store == "sqlite" else "memory",
+            store=store,
+            crawl_name=str(raw_name) if raw_name else None,
             min_delay_s=settings.getfloat("COURTLY_MIN_DELAY", 1.0),
             delay_factor=settings.getfloat("COURTLY_DELAY_FACTOR", 2.0),
             max_delay_s=settings.getfloat("COURTLY_MAX_DELAY", 60.0),

@@ -1,0 +1,303 @@
+"""The refill task: the scheduler's store I/O, off the engine's calls.
+
+One asyncio task per open scheduler. Each step drains the add buffer into the
+frontier (payloads as blobs first, then the keys) and the completion queue back
+into it, with one store flush; then leases the hosts that are ready or will be
+within :data:`LEASE_AHEAD_S` (at most twice
+``CONCURRENT_REQUESTS`` outstanding, responses in the spider's hands included),
+loads each leased request, applies robots.txt (fetched under the host's lease
+when the copy is unknown or stale) and the address check, and hands it to the
+pipeline, which holds it until its host's time, then its address place, and
+puts it in the due buffer, waking the engine. Then it sleeps on a
+:class:`~courtly.integrations.scrapy.waker.Waker` until :data:`LEASE_AHEAD_S`
+before the next host is due, or new work arrives (at most :data:`MAX_IDLE_S`).
+
+Leasing ahead takes the refill task off the path from a host's time to its
+request: at that time only a loop timer (the pipeline's holdback) and the
+engine's poll are left, whatever the store I/O and the SQLite commit of the step
+cost. The price: a host is leased up to that long before its request, and a
+kill in between repeats nothing (no request was made).
+
+On a store shared with other processes (Redis) the frontier says nothing is
+waiting while they hold every host with work: then this process stays open as
+long as the crawl has leases out (their callbacks may bring work), and asks for
+leases every
+:data:`SHARED_POLL_S` (another process's release is not signalled here).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any, Final
+
+from courtly.clock import Clock
+from courtly.errors import InvalidURL, StateError
+from courtly.fetch.guard import is_blocked_address
+from courtly.frontier import AddStatus, Frontier, Lease, Outcome
+from courtly.integrations.scrapy.addresses import Addresses
+from courtly.integrations.scrapy.held import Held
+from courtly.integrations.scrapy.keys import payload_id_of
+from courtly.integrations.scrapy.pipeline import Pipeline
+from courtly.integrations.scrapy.robots import RobotsBook
+from courtly.integrations.scrapy.settings import CourtlySettings
+from courtly.integrations.scrapy.stats import SchedulerStats
+from courtly.integrations.scrapy.waker import Waker
+from courtly.robots import RobotsDecision, authority_of
+
+__all__ = ["LEASE_AHEAD_S", "MAX_IDLE_S", "SHARED_POLL_S", "Refill"]
+
+log = logging.getLogger(__name__)
+
+ADD_BATCH: Final = 2_000
+MAX_IDLE_S: Final = 1.0
+"""The task looks again at least this often, even with nothing to do."""
+LEASE_AHEAD_S: Final = 0.25
+"""Hosts due within this many seconds are leased now (memory and SQLite stores; the
+Redis store decides on its server's clock, so a shared crawl leases only what is due).
+A refill step late by less than this delays no request."""
+SHARED_POLL_S: Final = 0.1
+"""How often a process of a shared crawl asks again while other processes hold every
+host with work."""
+
+
+class Refill:
+    """The refill task of one scheduler (see the module doc).
+
+    ``engine`` is Scrapy's (robots.txt goes down its downloader); ``on_store_error``
+    is called once if the store fails (the scheduler closes the spider).
+    """
+
+    def __init__(
+        self,
+        frontier: Frontier,
+        pipeline: Pipeline,
+        config: CourtlySettings,
+        stats: SchedulerStats,
+        robots: RobotsBook,
+        *,
+        engine: Any,
+        clock: Clock,
+        on_store_error: Callable[[], None],
+    ) -> None:
+        self.frontier = frontier
+        self.pipeline = pipeline
+        self.config = config
+        self.stats = stats
+        self.robots = robots
+        self.work = Waker()
+        self._engine = engine
+        self._clock = clock
+        self._on_store_error = on_store_error
+        self._addresses = Addresses()
+        self._last_lease_at = float("-inf")
+        self._others_checked_at = float("-inf")
+        self._stopping = False
+        self._children: set[asyncio.Task[None]] = set()
+        self._group: asyncio.TaskGroup | None = None
+
+    def stop(self) -> None:
+        """End the task after its current step."""
+        self._stopping = True
+        self.work.poke()
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as group:
+            self._group = group
+            while not self._stopping:
+                self.work.clear()
+                wait_s = 0.0
+                began = self._clock.now()
+                try:
+                    await self.drain()
+                    wait_s = await self._fill()
+                except StateError:
+                    log.exception("the courtly frontier failed; closing the spider")
+                    self.stats.inc("store_errors")
+                    self._stopping = True
+                    self._on_store_error()
+                    break
+                except Exception:
+                    log.exception("courtly scheduler: pump step failed")
+                    self.stats.inc("pump_errors")
+                    wait_s = MAX_IDLE_S
+                self.stats.pump_step(self._clock.now() - began)
+                if not self.pipeline.pending():
+                    # Nothing left: let the engine see it is idle now, not at its next
+                    # heartbeat (5 s).
+                    self.pipeline.wake_engine(False)
+                await self.work.wait(wait_s)
+            for task in list(self._children):
+                task.cancel()
+
+    def fetch_robots(self, held: Held) -> None:
+        """Fetch ``held``'s robots.txt in a task of its own (``held`` has its address place)."""
+        self.spawn(self._fetch_robots(held))
+
+    def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` in a task of the refill task's group (errors logged and counted)."""
+        assert self._group is not None
+        task = self._group.create_task(self._guarded(coro))
+        self._children.add(task)
+        task.add_done_callback(self._children.discard)
+
+    async def _guarded(self, coro: Coroutine[Any, Any, None]) -> None:
+        try:
+            await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("courtly scheduler: a lease step failed")
+            self.stats.inc("pump_errors")
+
+    async def drain(self) -> None:
+        """Adds into the frontier (payloads first), then completions; one flush."""
+        frontier, pipe = self.frontier, self.pipeline
+        store, payloads = frontier.store, pipe.payloads
+        wrote = False
+        while pipe.adds:
+            batch = [pipe.adds.popleft() for _ in range(min(len(pipe.adds), ADD_BATCH))]
+            for add in batch:
+                if add.payload is not None:
+                    await payloads.put(store, add.payload_id, add.payload)
+            statuses = await frontier.add_queued([add.entry for add in batch])
+            for add, status in zip(batch, statuses, strict=True):
+                if status is not AddStatus.QUEUED:
+                    payloads.forget(add.payload_id)
+                    label = "duplicates_resumed" if status is AddStatus.SEEN else status.name
+                    self.stats.inc(f"dropped/{label.lower()}")
+            pipe.frontier_busy = True
+            wrote = True
+        while pipe.completions:
+            held, outcome, step = pipe.completions.popleft()
+            wrote = True
+            if step == "release":
+                if not await frontier.release(held.lease, outcome):
+                    self.stats.inc("fenced")
+                continue
+            result = await frontier.complete(held.lease, outcome or Outcome.no_request(0.0))
+            if result is None:
+                self.stats.inc("fenced")
+            elif held.stored:
+                await payloads.clear(store, held.payload_id)
+        if wrote:
+            await store.flush()
+
+    async def _fill(self) -> float:
+        """Lease ready hosts into the pipeline; seconds the task may sleep."""
+        pipe = self.pipeline
+        # Responses in the spider's hands count too: what a kill can make the next run
+        # repeat stays within twice CONCURRENT_REQUESTS.
+        room = 2 * self.config.concurrency - pipe.outstanding()
+        if room <= 0:
+            return MAX_IDLE_S
+        now = self._clock.now()
+        ahead = 0.0 if self.config.shared else LEASE_AHEAD_S
+        batch = await self.frontier.lease(room, ahead_s=ahead)
+        # A host is owed (its request's start lag is sampled) if it was not leasable at
+        # the previous lease.
+        previous, self._last_lease_at = self._last_lease_at, now + ahead
+        for lease in batch.leases:
+            due = lease.host.next_allowed_at
+            freed = pipe.freed_at.pop(lease.host_key, None)
+            owed = due if due > previous else None
+            if owed is not None and freed is not None and freed > due:
+                # Due while the spider still had its last response: the callback's
+                # wait (courtly/scrape_*), not the scheduler's.
+                owed = None
+                self.stats.inc("start_lag_after_callback")
+            pipe.admitting += 1
+            if self._addresses.known(lease.url):
+                # No lookup to wait for: no task, no turn of the loop.
+                await self._guarded(self._admit(lease, owed))
+            else:
+                self.spawn(self._admit(lease, owed))
+        leased = len(batch.leases)
+        if leased:
+            self.stats.inc("leases", leased)
+        if leased == room:
+            pipe.frontier_busy = True
+            return 0.0
+        if batch.next_ready_at is None:
+            busy = bool(leased or pipe.adds)
+            if not self.config.shared:
+                pipe.frontier_busy = busy
+                return MAX_IDLE_S
+            pipe.frontier_busy = busy or await self._crawl_has_leases(now)
+            return SHARED_POLL_S
+        wait_s = batch.next_ready_at - ahead - now
+        pipe.frontier_busy = bool(leased or pipe.adds) or wait_s <= self.config.max_wait_s
+        return max(0.0005, min(wait_s, MAX_IDLE_S))
+
+    async def _crawl_has_leases(self, now: float) -> bool:
+        """Whether any process of the shared crawl holds a lease. A yes is trusted for
+        :data:`MAX_IDLE_S`; a no is read afresh each time (it lets the spider close)."""
+        if now - self._others_checked_at < MAX_IDLE_S:
+            return True
+        if (await self.frontier.counts()).leased > 0:
+            self._others_checked_at = now
+            return True
+        return False
+
+    async def _admit(self, lease: Lease, owed_at: float | None) -> None:
+        """Load a leased request, apply robots.txt and the address rules, queue it."""
+        pipe = self.pipeline
+        try:
+            held = await self._load(lease, owed_at)
+            if held is None:
+                return
+            pipe.held[lease.url] = held
+            decision = await self.robots.decision(self.frontier.store, held.authority)
+            held.decision = decision
+            if decision is not None and not self._robots_allow(held, decision):
+                return
+            ip = await self._addresses.resolve(held.authority[1])
+            if ip is not None and not self.config.allow_private_networks:
+                reason = is_blocked_address(ip)
+                if reason is not None:
+                    self.stats.inc(f"blocked/{reason.replace(' ', '_')}")
+                    pipe.finish(held, Outcome.no_request(self._clock.now()))
+                    return
+            pipe.admit(held, ip)
+        finally:
+            pipe.admitting -= 1
+
+    async def _load(self, lease: Lease, owed_at: float | None) -> Held | None:
+        payload_id = payload_id_of(lease.url)
+        loaded = await self.pipeline.payloads.load(self.frontier.store, payload_id)
+        if loaded is None:
+            # Its payload was lost (kept in memory by a previous run, or never committed).
+            self.stats.inc("lost")
+            await self.frontier.complete(lease, Outcome.no_request(self._clock.now()))
+            return None
+        request, stored = loaded
+        try:
+            authority = authority_of(request.url)
+        except InvalidURL:
+            await self.frontier.complete(lease, Outcome.no_request(self._clock.now()))
+            return None
+        return Held(lease, request, payload_id, stored, authority, owed_at=owed_at)
+
+    def _robots_allow(self, held: Held, decision: RobotsDecision) -> bool:
+        """Apply a robots.txt decision; ``False`` if the request was settled here."""
+        now = self._clock.now()
+        if decision.kind == "unreachable":
+            # Disallow all *for now*: keep the request, hold the host until the retry.
+            outcome = Outcome.deferred(now, max(0.0, decision.valid_until_at - now))
+            self.pipeline.give_back(held, outcome)
+            self.stats.inc("robots_unreachable_deferred")
+            return False
+        if not decision.allowed(held.request.url, self.config.user_agent):
+            self.stats.inc("robots_disallowed")
+            self.pipeline.finish(held, Outcome.no_request(now))
+            return False
+        return True
+
+    async def _fetch_robots(self, held: Held) -> None:
+        outcome = await self.robots.fetch(
+            self._engine, self.frontier.store, held.authority, held.lease.host_key
+        )
+        self.stats.inc("robots_fetches")
+        self.pipeline.release_ip(held)
+        self.pipeline.give_back(held, outcome)

@@ -1,0 +1,88 @@
+"""The per-IP cap of a crawl shared by several Scrapy processes, counted in its store.
+
+The places live in Redis (:class:`~courtly.store.redis.ip_gate.RedisIpGate`: one
+sorted set per address, a place freeing itself ``hold_s`` after it was taken, so a
+killed process's places come back). Taking a place can wait (another process
+holds them all), so each admitted item has a task of its own that takes the
+place, hands the item on through ``on_admit`` and holds the place until
+:meth:`SharedIpGate.release`. Places at one address are interchangeable: a
+release frees the oldest one this process holds there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable, Coroutine
+from contextlib import AbstractAsyncContextManager
+from typing import Any, Generic, Protocol, TypeVar
+
+__all__ = ["PlaceHolder", "SharedIpGate"]
+
+T = TypeVar("T")
+
+
+class PlaceHolder(Protocol):
+    """What :class:`~courtly.store.redis.ip_gate.RedisIpGate` offers: hold one place at
+    ``ip`` for the life of the context (waiting for one first)."""
+
+    def hold(self, ip: str) -> AbstractAsyncContextManager[None]: ...
+
+
+class SharedIpGate(Generic[T]):
+    """An :class:`~courtly.integrations.scrapy.gate.AddressGate` over a store's places.
+
+    ``spawn`` starts a task (the scheduler's task group); ``on_admit`` is called with
+    each item once it has its place, on the event loop.
+    """
+
+    def __init__(
+        self,
+        places: PlaceHolder,
+        spawn: Callable[[Coroutine[Any, Any, None]], None],
+        on_admit: Callable[[T], None],
+    ) -> None:
+        self._places = places
+        self._spawn = spawn
+        self._on_admit = on_admit
+        self._waiting: dict[int, T] = {}
+        self._holding: dict[str, deque[asyncio.Future[None]]] = {}
+
+    def admit(self, ip: str, item: T) -> bool:
+        """Always ``False``: ``item`` goes to ``on_admit`` once it has a place."""
+        self._waiting[id(item)] = item
+        self._spawn(self._hold(ip, item))
+        return False
+
+    async def _hold(self, ip: str, item: T) -> None:
+        try:
+            async with self._places.hold(ip):
+                if self._waiting.pop(id(item), None) is None:
+                    return  # drained while it waited (the scheduler is closing)
+                freed = asyncio.get_running_loop().create_future()
+                self._holding.setdefault(ip, deque()).append(freed)
+                self._on_admit(item)
+                await freed
+        finally:
+            self._waiting.pop(id(item), None)
+
+    def release(self, ip: str) -> T | None:
+        """Free the oldest place this process holds at ``ip``; ``None`` (the next item
+        comes through ``on_admit``)."""
+        holders = self._holding.get(ip)
+        if holders:
+            freed = holders.popleft()
+            if not holders:
+                del self._holding[ip]
+            if not freed.done():
+                freed.set_result(None)
+        return None
+
+    def waiting(self) -> int:
+        """Items waiting for a place."""
+        return len(self._waiting)
+
+    def drain_waiting(self) -> list[T]:
+        items = list(self._waiting.values())
+        self._waiting.clear()
+        return items
