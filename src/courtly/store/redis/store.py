@@ -87,14 +87,22 @@ def _transient() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseExcept
         (
             exceptions.ConnectionError,
             exceptions.TimeoutError,
-            exceptions.ClusterDownError,
+            exceptions.ClusterError,  # a cluster down, or redirections past the client's TTL
             exceptions.TryAgainError,
+            exceptions.SlotNotCoveredError,
+            SlotMoving,
         ),
         (exceptions.AuthenticationError, exceptions.AuthorizationError),
     )
 
 
+class SlotMoving(Exception):
+    """A shard script found its slot migrating between cluster nodes and did nothing
+    (the shard prelude's probe); the store calls again until the move is over."""
+
+
 _FENCED: Final = b"fenced"
+_MOVING: Final = [b"moving"]
 _NO_STATE: Final = ("", "", "", "", "0")
 _CATALOGUE_CHUNK: Final = 1000
 _LEASES_PER_VISIT: Final = 4
@@ -475,9 +483,9 @@ class RedisStore:
         now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
         config = f"{shard} {self._layout.shards} {self._rng.randrange(1 << 31)} {self._config_tail}"
         keys = [self._shard_prefix(shard) + "m"]
-        script = self._scripts[name]
+        argv = [repr(now), config, *args]
         async with self._calls:
-            raw = await self._retrying(lambda: script(keys=keys, args=[repr(now), config, *args]))
+            raw = await self._retrying(lambda: self._run(name, keys, argv))
         reply = _Reply(raw)
         if now_at is not None:
             self._offset_ms = reply.now_ms - now_at * 1000.0
@@ -488,6 +496,20 @@ class RedisStore:
                 nxt = "" if reply.next_ms is None else repr(reply.next_ms)
                 self._pending[shard] = (reply.version, due, nxt)
         return reply
+
+    async def _run(self, name: str, keys: list[str], argv: list[Any]) -> Any:
+        """One shard script call. A node that lacks the script even after the client
+        loaded it on the nodes it knows (a master added while the client ran, reached
+        by an ASK redirection) gets its full text once (EVAL caches it there)."""
+        from redis.exceptions import NoScriptError
+
+        try:
+            raw = await self._scripts[name](keys=keys, args=argv)
+        except NoScriptError:
+            raw = await self._client.eval(script_text(name), len(keys), *keys, *argv)
+        if raw == _MOVING:
+            raise SlotMoving(f"the slot of {keys[0]} is migrating")
+        return raw
 
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """``call()``, again while the server is unreachable or a cluster fails over, for
@@ -506,7 +528,8 @@ class RedisStore:
             except transient as error:
                 if time.monotonic() + delay_s > deadline:
                     raise
-                log.warning("redis unavailable, retrying in %.2f s: %s", delay_s, error)
+                level = logging.DEBUG if isinstance(error, SlotMoving) else logging.WARNING
+                log.log(level, "redis unavailable, retrying in %.2f s: %s", delay_s, error)
                 await asyncio.sleep(delay_s)
                 delay_s = min(1.0, delay_s * 2)
 

@@ -8,6 +8,13 @@
 -- ARGV[3...]: the operation's own arguments.
 local P = string.sub(KEYS[1], 1, -2)
 local M = KEYS[1]
+-- While the shard's slot migrates between nodes (redis-cli --cluster reshard), keys
+-- the script did not declare may already sit on the other node: a call would fail
+-- half-way, its writes made. A two-key EXISTS fails on either node of a migrating
+-- slot (TRYAGAIN / non-local key) and on no stable slot, so the script stops here,
+-- before any write, and the store calls again (docs/distributed.md, resharding).
+local probe = redis.pcall('EXISTS', M, P .. 'probe')
+if type(probe) == 'table' and probe.err then return {'moving'} end
 local NOW = tonumber(ARGV[1])
 if NOW < 0 then
   local t = redis.call('TIME')
