@@ -525,7 +525,9 @@ class RedisStore:
                 return await call()
             except refused:
                 raise
-            except transient as error:
+            except (*transient, RuntimeError, AttributeError) as error:
+                if isinstance(error, (RuntimeError, AttributeError)) and not _closed(error):
+                    raise
                 if time.monotonic() + delay_s > deadline:
                     raise
                 level = logging.DEBUG if isinstance(error, SlotMoving) else logging.WARNING
@@ -703,6 +705,16 @@ class RedisStore:
             )
             for (url, score), payload, referrer in zip(raw, payloads, referrers, strict=True)
         ]
+
+
+def _closed(error: Exception) -> bool:
+    """A write on a connection that was closed under the call: uvloop's refusal to write
+    on a socket whose peer (a node that died) closed it, or the client's race where
+    another task dropped the connection in use (its writer is gone). Nothing was sent,
+    so the call is retried like a connection error (the next attempt reconnects, or
+    learns that the node is gone)."""
+    text = str(error)
+    return "handler is closed" in text or "no attribute 'writelines'" in text
 
 
 def _pairs(raw: list[Any]) -> list[tuple[int, float]]:
