@@ -520,12 +520,13 @@ class RedisStore:
         deadline = time.monotonic() + self._retry_s
         delay_s = 0.05
         transient, refused = _transient()
+        retried: tuple[type[BaseException], ...] = (*transient, RuntimeError, AttributeError)
         while True:
             try:
                 return await call()
             except refused:
                 raise
-            except (*transient, RuntimeError, AttributeError) as error:
+            except retried as error:
                 if isinstance(error, (RuntimeError, AttributeError)) and not _closed(error):
                     raise
                 if time.monotonic() + delay_s > deadline:
