@@ -102,6 +102,8 @@ class SlotMoving(Exception):
 
 
 _FENCED: Final = b"fenced"
+_WRITES: Final = frozenset(("add", "complete", "fence", "lease", "record", "release"))
+"""The shard scripts that write (``replica_acks`` waits after each)."""
 _MOVING: Final = [b"moving"]
 _NO_STATE: Final = ("", "", "", "", "0")
 _CATALOGUE_CHUNK: Final = 1000
@@ -163,7 +165,10 @@ class RedisStore:
 
     ``client`` is a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``
     made with ``decode_responses=False``; the store closes it in :meth:`aclose`.
-    ``crawl`` names the crawl: it prefixes every key.
+    ``crawl`` names the crawl: it prefixes every key. ``replica_acks`` > 0: after every
+    shard script that writes, wait (up to ``replica_wait_s``) until that many replicas
+    of the shard's master hold the write, so that a failover loses no acknowledged
+    step (one more round trip per call; see docs/distributed.md, failure modes).
     """
 
     def __init__(
@@ -177,6 +182,8 @@ class RedisStore:
         server_clock: bool = True,
         probe_interval_s: float = 0.05,
         retry_s: float = 60.0,
+        replica_acks: int = 0,
+        replica_wait_s: float = 0.05,
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\n"):
             raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
@@ -189,6 +196,8 @@ class RedisStore:
         self._server_clock = server_clock
         self._probe_interval_s = probe_interval_s
         self._retry_s = retry_s
+        self._replica_acks = replica_acks
+        self._replica_wait_ms = max(1, round(replica_wait_s * 1000.0))
         self._scripts: dict[str, Any] = {}
         self._opened = False
         self._open_lock = asyncio.Lock()
@@ -486,7 +495,9 @@ class RedisStore:
         argv = [repr(now), config, *args]
         async with self._calls:
             raw = await self._retrying(lambda: self._run(name, keys, argv))
-        reply = _Reply(raw)
+            reply = _Reply(raw)
+            if self._replica_acks and name in _WRITES and not reply.fenced:
+                await self._replicated(keys[0])
         if now_at is not None:
             self._offset_ms = reply.now_ms - now_at * 1000.0
         if not reply.fenced and name not in ("fence", "host", "counts"):
@@ -510,6 +521,43 @@ class RedisStore:
         if raw == _MOVING:
             raise SlotMoving(f"the slot of {keys[0]} is migrating")
         return raw
+
+    async def _replicated(self, shard_key: str) -> None:
+        """Wait until ``replica_acks`` replicas hold every write the shard's master made
+        so far (for at most ``replica_wait_s``): a write to the shard's ``ack`` key and
+        a WAIT on one connection to that master. The replication stream is in order,
+        so that WAIT covers the script call before it, whichever connection made it.
+        If the master dies before it answers, the step's fate is unknown (it is not
+        run again): the one step in flight per call is what replica acks leave open."""
+        client = self._client
+        ack_key = shard_key[:-1] + "ack"
+        waits = ("WAIT", self._replica_acks, self._replica_wait_ms)
+        cluster = hasattr(client, "get_node_from_key")
+
+        async def ack() -> Any:
+            pipe = client.pipeline(transaction=False)
+            pipe.incr(ack_key)
+            if cluster:  # the master of the key's slot now (after a failover: the new one)
+                pipe.execute_command(*waits, target_nodes=client.get_node_from_key(ack_key))
+            else:
+                pipe.execute_command(*waits)
+            return await pipe.execute()
+
+        transient, _ = _transient()
+        try:
+            _, acked = await ack()
+        except transient as error:  # the master died under the step: unknown, not retried
+            log.warning("%s: the last step may not be replicated: %s", shard_key, error)
+            return
+        if int(acked) < self._replica_acks:
+            log.warning(
+                "%s: %s of %s replicas acknowledged within %s ms; a failover now may lose "
+                "the last step",
+                shard_key,
+                acked,
+                self._replica_acks,
+                self._replica_wait_ms,
+            )
 
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """``call()``, again while the server is unreachable or a cluster fails over, for
