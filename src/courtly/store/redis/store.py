@@ -47,7 +47,7 @@ from functools import cache
 from typing import Any, Final
 
 from courtly.archive.catalogue import CatalogueEntry
-from courtly.errors import ConfigError, StateError
+from courtly.errors import StateError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
@@ -66,11 +66,6 @@ from courtly.store.redis.codec import (
 )
 from courtly.store.redis.ip_gate import RedisIpGate
 from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_text
-
-REVISIT_REFUSED: Final = (
-    "--recrawl needs a memory or SQLite store: the Redis store cannot queue known URLs "
-    "again yet (see docs/recrawl.md)"
-)
 
 __all__ = ["RedisLayout", "RedisStore"]
 
@@ -102,7 +97,7 @@ class SlotMoving(Exception):
 
 
 _FENCED: Final = b"fenced"
-_WRITES: Final = frozenset(("add", "complete", "fence", "lease", "record", "release"))
+_WRITES: Final = frozenset(("add", "complete", "fence", "lease", "record", "release", "revisit"))
 """The shard scripts that write (``replica_acks`` waits after each)."""
 _MOVING: Final = [b"moving"]
 _NO_STATE: Final = ("", "", "", "", "0")
@@ -283,9 +278,12 @@ class RedisStore:
     async def revisit(
         self, entries: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
     ) -> list[AddStatus]:
-        """Not in the Redis store yet (its Lua scripts mirror the scheduler's ``add``
-        with the seen-set inside): refused, so ``--recrawl`` is refused with it."""
-        raise ConfigError(REVISIT_REFUSED)
+        """REVISIT per shard: ADD without asking the seen-set (the scheduler's
+        ``add(known=True)``)."""
+        await self.open()
+        statuses = await self._add(entries, now_at, budget, None, script="revisit")
+        await self._flush_index()
+        return statuses
 
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         await self.open()
@@ -685,9 +683,10 @@ class RedisStore:
         now_at: float,
         budget: BudgetConfig,
         referrer: str | None,
+        script: str = "add",
     ) -> list[AddStatus]:
-        """ADD per shard (concurrently); statuses in the order of ``entries``; the new
-        URLs catalogued (with ``referrer``) when one is given."""
+        """ADD (or REVISIT) per shard, concurrently; statuses in the order of
+        ``entries``; the new URLs catalogued (with ``referrer``) when one is given."""
         shards = self._layout.shards
         groups: dict[int, list[int]] = {}
         for i, entry in enumerate(entries):
@@ -699,7 +698,7 @@ class RedisStore:
             group = [entries[i] for i in indexes]
             args: list[Any] = []
             elsewhere = self._add_args(args, group, budget, referrer, shard)
-            reply = await self._shard_call("add", shard, now_at, args)
+            reply = await self._shard_call(script, shard, now_at, args)
             for i, entry, raw in zip(indexes, group, reply.rest, strict=True):
                 statuses[i] = status = AddStatus(int(raw))
                 if status is AddStatus.QUEUED and entry in elsewhere:

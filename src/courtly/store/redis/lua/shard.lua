@@ -205,7 +205,7 @@ end
 
 -- ADD of entries at ARGV[base...]: host cap, crawl cap (-1: none), referrer, then
 -- (host, level, entry, h1, h2, catalogue?) per URL; returns one status each
-local function add_entries(base)
+local function add_entries(base, known)
   local hostcap, crawlcap = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
   local referrer = ARGV[base + 2]
   local out = {}
@@ -223,7 +223,7 @@ local function add_entries(base)
         elseif crawlcap >= 0 and fs + bs >= crawlcap then status = 3 end
       end
       if status == 0 then
-        if not seen_add(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])) then
+        if not seen_add(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])) and not known then
           status = 1
         else
           local len = redis.call('HGET', P .. 'bl', host)
