@@ -226,11 +226,11 @@ def main() -> None:
     if args.wait_only:
         replicated = RedisCluster().start(masters=3, replicas=1)
         try:
-            result = {"benchmark": "redis_store_wait", "shards": args.shards}
-            result.update(asyncio.run(measure_wait(replicated.url, args)))
+            waits: dict[str, Any] = {"benchmark": "redis_store_wait", "shards": args.shards}
+            waits.update(asyncio.run(measure_wait(replicated.url, args)))
         finally:
             replicated.stop()
-        print(json.dumps(result))
+        print(json.dumps(waits))
         return
     directory = Path(tempfile.mkdtemp(prefix="courtly-bench-"))
     url, server = start_standalone()
