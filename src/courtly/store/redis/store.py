@@ -97,6 +97,8 @@ class SlotMoving(Exception):
 
 
 _FENCED: Final = b"fenced"
+_UNREPLICATED_S: Final = 30.0
+"""How long the store stops waiting on a master whose WAIT came back short."""
 _WRITES: Final = frozenset(("add", "complete", "fence", "lease", "record", "release", "revisit"))
 """The shard scripts that write (``replica_acks`` waits after each)."""
 _MOVING: Final = [b"moving"]
@@ -193,6 +195,7 @@ class RedisStore:
         self._retry_s = retry_s
         self._replica_acks = replica_acks
         self._replica_wait_ms = max(1, round(replica_wait_s * 1000.0))
+        self._unreplicated: dict[str, float] = {}  # master -> monotonic time to wait again
         self._scripts: dict[str, Any] = {}
         self._opened = False
         self._open_lock = asyncio.Lock()
@@ -531,6 +534,9 @@ class RedisStore:
         ack_key = shard_key[:-1] + "ack"
         waits = ("WAIT", self._replica_acks, self._replica_wait_ms)
         cluster = hasattr(client, "get_node_from_key")
+        master = client.get_node_from_key(ack_key).name if cluster else ""
+        if time.monotonic() < self._unreplicated.get(master, 0.0):
+            return
 
         async def ack() -> Any:
             pipe = client.pipeline(transaction=False)
@@ -548,13 +554,17 @@ class RedisStore:
             log.warning("%s: the last step may not be replicated: %s", shard_key, error)
             return
         if int(acked) < self._replica_acks:
+            # a master short of replicas (one just promoted has none until one is added)
+            # is not waited for again for a while: the crawl goes on unreplicated there
+            self._unreplicated[master] = time.monotonic() + _UNREPLICATED_S
             log.warning(
-                "%s: %s of %s replicas acknowledged within %s ms; a failover now may lose "
-                "the last step",
+                "%s: %s of %s replicas acknowledged within %s ms; not waiting on this master "
+                "for %.0f s (a failover now may lose its last steps)",
                 shard_key,
                 acked,
                 self._replica_acks,
                 self._replica_wait_ms,
+                _UNREPLICATED_S,
             )
 
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
