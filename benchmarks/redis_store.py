@@ -10,6 +10,9 @@ the cluster and SQLite:
   lease up to 8, complete each) with zero politeness delay, by 1, 2 and 4 fetcher
   processes on one crawl (Redis; SQLite is one process by design), each process
   running ``--seconds`` seconds;
+* ``wait1_*`` against ``wait0_*`` (``--wait-only``, a 3-master cluster with a
+  replica each): the same adds and one-process cycles with ``replica_acks=1`` (a
+  WAIT after every writing step) and without, alternated ``--rounds`` times; medians;
 * ``redis_bytes_per_queued_url``: Redis ``used_memory`` growth while queuing the
   URLs (front queues, host rows, the Bloom seen-set; no catalogue rows: plain adds
   write none), divided by the URLs queued.
@@ -28,6 +31,7 @@ import json
 import multiprocessing
 import random
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -71,8 +75,15 @@ def entries(n_urls: int, n_hosts: int, seed: int) -> list[list[QueuedUrl]]:
 SHARDS = [RedisLayout().shards]
 
 
-def redis_store(url: str, crawl: str) -> RedisStore:
-    return RedisStore(connect(url), crawl, QUEUES, layout=RedisLayout(shards=SHARDS[0]))
+def redis_store(url: str, crawl: str, replica_acks: int = 0) -> RedisStore:
+    return RedisStore(
+        connect(url),
+        crawl,
+        QUEUES,
+        layout=RedisLayout(shards=SHARDS[0]),
+        replica_acks=replica_acks,
+        replica_wait_s=1.0,
+    )
 
 
 async def fill(store: FrontierStore, chunks: list[list[QueuedUrl]]) -> tuple[float, int]:
@@ -168,6 +179,29 @@ async def measure_redis(url: str, label: str, args: argparse.Namespace) -> dict[
     return out
 
 
+async def measure_wait(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Adds/s and lease + complete cycles/s on a cluster with a replica per master,
+    without and with ``replica_acks=1`` (WAIT after every writing step), alternated
+    ``args.rounds`` times; the medians, and the ratios of the medians."""
+    chunks = entries(args.urls // 5, args.hosts // 5, seed=2)
+    runs: dict[str, list[float]] = {}
+    for round_ in range(args.rounds):
+        for acks in (0, 1):
+            crawl = f"bench-wait{acks}-{round_}-{random.randrange(1 << 30):x}"
+            store = redis_store(url, crawl, replica_acks=acks)
+            adds_per_s, _ = await fill(store, chunks)
+            rate = (await cycles(store, args.seconds)) / args.seconds
+            await store.aclose()
+            runs.setdefault(f"wait{acks}_adds_per_s", []).append(adds_per_s)
+            runs.setdefault(f"wait{acks}_lease_complete_per_s_1", []).append(rate)
+    out: dict[str, Any] = {key: round(statistics.median(v)) for key, v in runs.items()}
+    for what in ("adds_per_s", "lease_complete_per_s_1"):
+        out[f"wait1_over_wait0_{what}"] = round(
+            out[f"wait1_{what}"] / max(1, out[f"wait0_{what}"]), 3
+        )
+    return out
+
+
 async def measure_sqlite(directory: Path, args: argparse.Namespace) -> dict[str, Any]:
     store = SqliteStore(directory / "frontier.db", QUEUES, rng=random.Random(42))
     adds_per_s, _ = await fill(store, entries(args.urls, args.hosts, seed=1))
@@ -182,9 +216,22 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=10_000)
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--shards", type=int, default=RedisLayout().shards)
+    parser.add_argument("--rounds", type=int, default=3, help="of the WAIT comparison")
+    parser.add_argument(
+        "--wait-only", action="store_true", help="only the WAIT comparison (3+3 cluster)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     SHARDS[0] = args.shards
+    if args.wait_only:
+        replicated = RedisCluster().start(masters=3, replicas=1)
+        try:
+            waits: dict[str, Any] = {"benchmark": "redis_store_wait", "shards": args.shards}
+            waits.update(asyncio.run(measure_wait(replicated.url, args)))
+        finally:
+            replicated.stop()
+        print(json.dumps(waits))
+        return
     directory = Path(tempfile.mkdtemp(prefix="courtly-bench-"))
     url, server = start_standalone()
     cluster = RedisCluster().start()

@@ -42,6 +42,22 @@ _STANDALONE: list[str] = []
 _CLUSTER: list[RedisCluster] = []
 
 
+_CLUSTER_ARGS = (
+    "--cluster-enabled",
+    "yes",
+    "--cluster-config-file",
+    "nodes.conf",
+    "--cluster-node-timeout",
+    "2000",
+)
+
+
+def _cli(port: int, *args: str) -> str:
+    return subprocess.run(
+        ["redis-cli", "-p", str(port), *args], capture_output=True, text=True, timeout=5
+    ).stdout
+
+
 def have_redis_server() -> bool:
     return shutil.which("redis-server") is not None and shutil.which("redis-cli") is not None
 
@@ -195,18 +211,7 @@ class RedisCluster:
             if port not in self.ports:
                 self.ports.append(port)
         for port in self.ports:
-            self.processes.append(
-                _start_server(
-                    port,
-                    self.directory / str(port),
-                    "--cluster-enabled",
-                    "yes",
-                    "--cluster-config-file",
-                    "nodes.conf",
-                    "--cluster-node-timeout",
-                    "2000",
-                )
-            )
+            self.processes.append(_start_server(port, self.directory / str(port), *_CLUSTER_ARGS))
         for port in self.ports:
             _wait_until(lambda port=port: _answers(port), 10.0, f"cluster node {port}")
         subprocess.run(
@@ -258,6 +263,92 @@ class RedisCluster:
             if "cluster_state:ok" not in out:
                 return False
         return True
+
+    def node_id(self, port: int) -> str:
+        return _cli(port, "cluster", "myid").strip()
+
+    def add_master(self) -> int:
+        """Start one more node and join it as a master without slots (``redis-cli
+        --cluster add-node``); its port, once every node knows it."""
+        assert self.directory is not None
+        port = _free_cluster_port(random.Random())
+        self.ports.append(port)
+        self.processes.append(_start_server(port, self.directory / str(port), *_CLUSTER_ARGS))
+        _wait_until(lambda: _answers(port), 10.0, f"cluster node {port}")
+        subprocess.run(
+            [
+                "redis-cli",
+                "--cluster",
+                "add-node",
+                f"127.0.0.1:{port}",
+                f"127.0.0.1:{self.ports[0]}",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=30,
+        )
+        known = len(self.ports)
+        _wait_until(
+            lambda: (
+                all(_cli(p, "cluster", "nodes").count(" connected") >= known for p in self.ports)
+                and self._ok()
+            ),
+            15.0,
+            "every node to know the new one",
+        )
+        return port
+
+    def reshard_command(self, source: int, target: int, slots: int) -> list[str]:
+        """``redis-cli --cluster reshard`` moving ``slots`` slots (the lowest the source
+        holds) from the master on port ``source`` to the one on ``target``."""
+        return [
+            "redis-cli",
+            "--cluster",
+            "reshard",
+            f"127.0.0.1:{source}",
+            "--cluster-from",
+            self.node_id(source),
+            "--cluster-to",
+            self.node_id(target),
+            "--cluster-slots",
+            str(slots),
+            "--cluster-yes",
+        ]
+
+    def begin_move(self, slot: int, source: int, target: int) -> None:
+        """Mark ``slot`` importing on ``target`` and migrating on ``source`` (by hand,
+        as ``redis-cli --cluster reshard`` does for each slot)."""
+        _cli(target, "cluster", "setslot", str(slot), "importing", self.node_id(source))
+        _cli(source, "cluster", "setslot", str(slot), "migrating", self.node_id(target))
+
+    def move_keys(self, slot: int, source: int, target: int, count: int) -> int:
+        """MIGRATE up to ``count`` keys of ``slot`` from ``source`` to ``target``; how many."""
+        keys = _cli(source, "cluster", "getkeysinslot", str(slot), str(count)).split()
+        if keys:
+            _cli(source, "migrate", "127.0.0.1", str(target), "", "0", "5000", "keys", *keys)
+        return len(keys)
+
+    def end_move(self, slot: int, target: int) -> None:
+        """Give ``slot`` to ``target`` on every master."""
+        target_id = self.node_id(target)
+        for port in self.ports:
+            _cli(port, "cluster", "setslot", str(slot), "node", target_id)
+
+    def keys_in_slot(self, port: int, slot: int) -> int:
+        return int(_cli(port, "cluster", "countkeysinslot", str(slot)) or "0")
+
+    def owner_of(self, slot: int) -> int:
+        """The port of the master that serves ``slot`` (as the first node sees it)."""
+        for line in _cli(self.ports[0], "cluster", "nodes").splitlines():
+            fields = line.split()
+            if "master" not in fields[2]:
+                continue
+            for spec in fields[8:]:
+                low, _, high = spec.partition("-")
+                if low.isdigit() and int(low) <= slot <= int(high or low):
+                    return int(fields[1].split(":")[1].split("@")[0])
+        raise LookupError(f"slot {slot} is not served")
 
     def kill(self, port: int) -> None:
         """SIGKILL the node on ``port`` (a crash: no shutdown, no save)."""

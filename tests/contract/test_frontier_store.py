@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from courtly.archive.catalogue import CatalogueEntry
-from courtly.errors import ConfigError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, DelaySource, HostState, Lease, QueuedUrl
@@ -595,20 +594,8 @@ async def test_retired_hosts_urls_are_catalogued_with_the_reason(make: MakeStore
 # -- revisits (recrawl) -----------------------------------------------------------------------
 
 
-async def _refuses_revisit(store: FrontierStore) -> bool:
-    """The Redis store refuses revisits (``--recrawl`` is refused with it, clearly)."""
-    try:
-        await store.revisit([], T0, NO_BUDGET)
-    except ConfigError as error:
-        assert "--recrawl" in str(error)
-        return True
-    return False
-
-
 async def test_a_known_url_is_queued_again_by_revisit_not_by_add(make: MakeStore) -> None:
     store = make(QueueConfig(levels=2))
-    if await _refuses_revisit(store):
-        return
     page = url("a.test", "page", level=1)
     assert await store.add([page], T0, NO_BUDGET) == [AddStatus.QUEUED]
     assert await drain(store) == ["http://a.test/page"]
@@ -624,8 +611,6 @@ async def test_revisit_keeps_budgets_and_retirement_and_marks_unknown_urls_seen(
     make: MakeStore,
 ) -> None:
     store = make(QueueConfig(levels=1))
-    if await _refuses_revisit(store):
-        return
     budget = BudgetConfig(max_queued_per_host=1)
     statuses = await store.revisit([url("b.test", "1"), url("b.test", "2")], T0, budget)
     assert statuses == [AddStatus.QUEUED, AddStatus.OVER_HOST_BUDGET]

@@ -66,7 +66,9 @@ def finite_spec() -> SandboxSpec:
     )
 
 
-def crawl_command(web: LiveWeb, store: str, crawl: str, state: Path) -> list[str]:
+def crawl_command(
+    web: LiveWeb, store: str, crawl: str, state: Path, min_delay_s: float = MIN_DELAY_S
+) -> list[str]:
     return [
         sys.executable,
         "-m",
@@ -77,7 +79,7 @@ def crawl_command(web: LiveWeb, store: str, crawl: str, state: Path) -> list[str
         store,
         "--crawl-name",
         crawl,
-        *crawl_flags(web, state),
+        *crawl_flags(web, state, min_delay_s=min_delay_s),
         "--concurrency",
         str(CONCURRENCY),
         "--connect-timeout",
@@ -91,12 +93,16 @@ def crawl_command(web: LiveWeb, store: str, crawl: str, state: Path) -> list[str
     ]
 
 
-def start_fetcher(web: LiveWeb, store: str, crawl: str, state: Path) -> subprocess.Popen[bytes]:
+def start_fetcher(
+    web: LiveWeb, store: str, crawl: str, state: Path, min_delay_s: float = MIN_DELAY_S
+) -> subprocess.Popen[bytes]:
     state.parent.mkdir(parents=True, exist_ok=True)
     (state.parent / f"{state.name}.toml").write_text(f"lease_ttl_s = {LEASE_TTL_S}\n")
     with (state.parent / f"{state.name}.log").open("wb") as log:
         return subprocess.Popen(
-            crawl_command(web, store, crawl, state), stdout=subprocess.DEVNULL, stderr=log
+            crawl_command(web, store, crawl, state, min_delay_s),
+            stdout=subprocess.DEVNULL,
+            stderr=log,
         )
 
 
@@ -114,7 +120,7 @@ def wait_all(processes: list[subprocess.Popen[bytes]]) -> list[int]:
     return codes
 
 
-def _has_archived(state: Path) -> bool:
+def has_archived(state: Path) -> bool:
     return any(path.stat().st_size > 0 for path in (state / "warc").glob("*.warc*"))
 
 
@@ -143,7 +149,7 @@ def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
         doomed = start_fetcher(web, store, crawl, tmp_path / "b")
         # let the doomed fetcher take leases, then kill it mid-crawl
         deadline = time.monotonic() + 30.0
-        while time.monotonic() < deadline and not _has_archived(tmp_path / "b"):
+        while time.monotonic() < deadline and not has_archived(tmp_path / "b"):
             time.sleep(0.05)
         time.sleep(0.5)
         os.kill(doomed.pid, signal.SIGKILL)

@@ -195,6 +195,23 @@ class FrontierMachine(RuleBasedStateMachine):
                 self.added[entry.url] = (entry.host_key, entry.level, self.seq)
                 batch_seen.add(entry.url)
 
+    @rule(data=st.data(), level=st.integers(0, 2))
+    def revisit(self, data: st.DataObject, level: int) -> None:
+        """A recrawl's due URL: fetched before, queued again through ``store.revisit``
+        (the seen-set is not asked), at the back of its host's queue like a new URL."""
+        known = sorted(u for u in self.done if self.added[u][0] not in self.retired)
+        if not known:
+            return
+        url = data.draw(st.sampled_from(known))
+        host = self.added[url][0]
+        entry = QueuedUrl(url, host, level, 0)
+        budget = self.frontier.config.budget
+        assert self.run(self.store.revisit([entry], self.clock.now(), budget)) == [AddStatus.QUEUED]
+        self.done.discard(url)
+        self.attempts.pop(url, None)
+        self.seq += 1
+        self.added[url] = (host, level, self.seq)
+
     @rule(n=st.integers(1, 4))
     def lease(self, n: int) -> None:
         batch = self.run(self.frontier.lease(n))

@@ -152,7 +152,8 @@ class CrawlConfig:
         if self.recrawl and (is_redis_url(self.store) or self.processes > 1):
             raise ConfigError(
                 "--recrawl needs one process (--processes 1) and a memory or SQLite store: "
-                "the Redis store and partitioned crawls cannot queue known URLs again yet"
+                "its revisit schedule lives in one process, not yet shared between Redis "
+                "fetchers or partitions"
             )
         for pattern in self.news:
             try:

@@ -96,8 +96,7 @@ class FrontierStore(Protocol):
         Routed like :meth:`add` (their levels, the queue budgets, retired hosts
         refused) but the seen-set is not asked, so a URL seen before is ``QUEUED``
         again; an unknown URL is marked seen as well. The caller offers a URL only
-        while it is not queued (once per due time). A store that cannot (Redis, for
-        now) raises :class:`~courtly.errors.ConfigError`.
+        while it is not queued (once per due time).
         """
         ...
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
-__all__ = ["connect", "is_redis_url"]
+__all__ = ["connect", "is_redis_url", "replica_options"]
 
 _SCHEMES = ("redis://", "rediss://", "redis+cluster://")
 
@@ -15,19 +15,52 @@ def is_redis_url(value: str) -> bool:
     return value.startswith(_SCHEMES)
 
 
+_OURS = ("wait", "wait_ms")
+
+
+def _split_ours(url: str) -> tuple[str, dict[str, str]]:
+    """``url`` without the store's own query parameters, and those parameters."""
+    base, sep, query = url.partition("?")
+    if not sep:
+        return url, {}
+    pairs = parse_qsl(query, keep_blank_values=True)
+    ours = {k: v for k, v in pairs if k in _OURS}
+    rest = urlencode([(k, v) for k, v in pairs if k not in _OURS])
+    return (f"{base}?{rest}" if rest else base), ours
+
+
+def replica_options(url: str) -> dict[str, Any]:
+    """The ``RedisStore`` keywords a store URL asks for: ``?wait=N`` waits after every
+    writing step until N replicas hold it (``replica_acks``), for at most ``wait_ms``
+    milliseconds (default 50; ``replica_wait_s``). Raises ``ValueError`` for a bad value."""
+    ours = _split_ours(url)[1]
+    if not ours:
+        return {}
+    try:
+        acks = int(ours.get("wait", "0"))
+        wait_ms = float(ours.get("wait_ms", "50"))
+    except ValueError:
+        raise ValueError(f"wait and wait_ms must be numbers (in {url!r})") from None
+    if acks < 0 or wait_ms <= 0:
+        raise ValueError(f"wait must be >= 0 and wait_ms > 0 (in {url!r})")
+    return {"replica_acks": acks, "replica_wait_s": wait_ms / 1000.0}
+
+
 def connect(url: str) -> Any:
     """An asyncio client for ``url`` (bytes in, bytes out).
 
     ``redis://`` and ``rediss://`` go to one server (``/DB`` picks the database);
     ``redis+cluster://`` lists startup nodes of a Redis Cluster, comma-separated (one
     reachable node is enough: the client learns the others). Raises ``ValueError``
-    for anything else.
+    for anything else. The store's own query parameters (``wait``, ``wait_ms``: see
+    :func:`replica_options`) are not the client's.
     """
+    url = _split_ours(url)[0]
     if url.startswith("redis+cluster://"):
         from redis.asyncio.cluster import ClusterNode, RedisCluster
 
         nodes = []
-        for part in url.removeprefix("redis+cluster://").split("/")[0].split(","):
+        for part in url.removeprefix("redis+cluster://").split("/")[0].split("?")[0].split(","):
             host, sep, port = part.strip().rpartition(":")
             if not sep or not host or not port.isdigit():
                 raise ValueError(f"a cluster node is HOST:PORT, not {part!r} (in {url!r})")

@@ -14,7 +14,17 @@ from typing import Final
 
 __all__ = ["CRAWL_SCRIPTS", "SHARD_SCRIPTS", "script_text"]
 
-SHARD_SCRIPTS: Final = ("add", "complete", "counts", "fence", "host", "lease", "record", "release")
+SHARD_SCRIPTS: Final = (
+    "add",
+    "complete",
+    "counts",
+    "fence",
+    "host",
+    "lease",
+    "record",
+    "release",
+    "revisit",
+)
 CRAWL_SCRIPTS: Final = ("index", "ip_gate", "meta")
 
 

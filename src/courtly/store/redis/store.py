@@ -47,7 +47,7 @@ from functools import cache
 from typing import Any, Final
 
 from courtly.archive.catalogue import CatalogueEntry
-from courtly.errors import ConfigError, StateError
+from courtly.errors import StateError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
@@ -67,11 +67,6 @@ from courtly.store.redis.codec import (
 from courtly.store.redis.ip_gate import RedisIpGate
 from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_text
 
-REVISIT_REFUSED: Final = (
-    "--recrawl needs a memory or SQLite store: the Redis store cannot queue known URLs "
-    "again yet (see docs/recrawl.md)"
-)
-
 __all__ = ["RedisLayout", "RedisStore"]
 
 log = logging.getLogger(__name__)
@@ -87,14 +82,26 @@ def _transient() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseExcept
         (
             exceptions.ConnectionError,
             exceptions.TimeoutError,
-            exceptions.ClusterDownError,
+            exceptions.ClusterError,  # a cluster down, or redirections past the client's TTL
             exceptions.TryAgainError,
+            exceptions.SlotNotCoveredError,
+            SlotMoving,
         ),
         (exceptions.AuthenticationError, exceptions.AuthorizationError),
     )
 
 
+class SlotMoving(Exception):
+    """A shard script found its slot migrating between cluster nodes and did nothing
+    (the shard prelude's probe); the store calls again until the move is over."""
+
+
 _FENCED: Final = b"fenced"
+_UNREPLICATED_S: Final = 30.0
+"""How long the store stops waiting on a master whose WAIT came back short."""
+_WRITES: Final = frozenset(("add", "complete", "fence", "lease", "record", "release", "revisit"))
+"""The shard scripts that write (``replica_acks`` waits after each)."""
+_MOVING: Final = [b"moving"]
 _NO_STATE: Final = ("", "", "", "", "0")
 _CATALOGUE_CHUNK: Final = 1000
 _LEASES_PER_VISIT: Final = 4
@@ -155,7 +162,10 @@ class RedisStore:
 
     ``client`` is a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``
     made with ``decode_responses=False``; the store closes it in :meth:`aclose`.
-    ``crawl`` names the crawl: it prefixes every key.
+    ``crawl`` names the crawl: it prefixes every key. ``replica_acks`` > 0: after every
+    shard script that writes, wait (up to ``replica_wait_s``) until that many replicas
+    of the shard's master hold the write, so that a failover loses no acknowledged
+    step (one more round trip per call; see docs/distributed.md, failure modes).
     """
 
     def __init__(
@@ -169,6 +179,8 @@ class RedisStore:
         server_clock: bool = True,
         probe_interval_s: float = 0.05,
         retry_s: float = 60.0,
+        replica_acks: int = 0,
+        replica_wait_s: float = 0.05,
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\n"):
             raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
@@ -181,6 +193,9 @@ class RedisStore:
         self._server_clock = server_clock
         self._probe_interval_s = probe_interval_s
         self._retry_s = retry_s
+        self._replica_acks = replica_acks
+        self._replica_wait_ms = max(1, round(replica_wait_s * 1000.0))
+        self._unreplicated: dict[str, float] = {}  # master -> monotonic time to wait again
         self._scripts: dict[str, Any] = {}
         self._opened = False
         self._open_lock = asyncio.Lock()
@@ -266,9 +281,12 @@ class RedisStore:
     async def revisit(
         self, entries: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
     ) -> list[AddStatus]:
-        """Not in the Redis store yet (its Lua scripts mirror the scheduler's ``add``
-        with the seen-set inside): refused, so ``--recrawl`` is refused with it."""
-        raise ConfigError(REVISIT_REFUSED)
+        """REVISIT per shard: ADD without asking the seen-set (the scheduler's
+        ``add(known=True)``)."""
+        await self.open()
+        statuses = await self._add(entries, now_at, budget, None, script="revisit")
+        await self._flush_index()
+        return statuses
 
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         await self.open()
@@ -475,10 +493,12 @@ class RedisStore:
         now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
         config = f"{shard} {self._layout.shards} {self._rng.randrange(1 << 31)} {self._config_tail}"
         keys = [self._shard_prefix(shard) + "m"]
-        script = self._scripts[name]
+        argv = [repr(now), config, *args]
         async with self._calls:
-            raw = await self._retrying(lambda: script(keys=keys, args=[repr(now), config, *args]))
-        reply = _Reply(raw)
+            raw = await self._retrying(lambda: self._run(name, keys, argv))
+            reply = _Reply(raw)
+            if self._replica_acks and name in _WRITES and not reply.fenced:
+                await self._replicated(keys[0])
         if now_at is not None:
             self._offset_ms = reply.now_ms - now_at * 1000.0
         if not reply.fenced and name not in ("fence", "host", "counts"):
@@ -489,6 +509,64 @@ class RedisStore:
                 self._pending[shard] = (reply.version, due, nxt)
         return reply
 
+    async def _run(self, name: str, keys: list[str], argv: list[Any]) -> Any:
+        """One shard script call. A node that lacks the script even after the client
+        loaded it on the nodes it knows (a master added while the client ran, reached
+        by an ASK redirection) gets its full text once (EVAL caches it there)."""
+        from redis.exceptions import NoScriptError
+
+        try:
+            raw = await self._scripts[name](keys=keys, args=argv)
+        except NoScriptError:
+            raw = await self._client.eval(script_text(name), len(keys), *keys, *argv)
+        if raw == _MOVING:
+            raise SlotMoving(f"the slot of {keys[0]} is migrating")
+        return raw
+
+    async def _replicated(self, shard_key: str) -> None:
+        """Wait until ``replica_acks`` replicas hold every write the shard's master made
+        so far (for at most ``replica_wait_s``): a write to the shard's ``ack`` key and
+        a WAIT on one connection to that master. The replication stream is in order,
+        so that WAIT covers the script call before it, whichever connection made it.
+        If the master dies before it answers, the step's fate is unknown (it is not
+        run again): the one step in flight per call is what replica acks leave open."""
+        client = self._client
+        ack_key = shard_key[:-1] + "ack"
+        waits = ("WAIT", self._replica_acks, self._replica_wait_ms)
+        cluster = hasattr(client, "get_node_from_key")
+        master = client.get_node_from_key(ack_key).name if cluster else ""
+        if time.monotonic() < self._unreplicated.get(master, 0.0):
+            return
+
+        async def ack() -> Any:
+            pipe = client.pipeline(transaction=False)
+            pipe.incr(ack_key)
+            if cluster:  # the master of the key's slot now (after a failover: the new one)
+                pipe.execute_command(*waits, target_nodes=client.get_node_from_key(ack_key))
+            else:
+                pipe.execute_command(*waits)
+            return await pipe.execute()
+
+        transient, _ = _transient()
+        try:
+            _, acked = await ack()
+        except transient as error:  # the master died under the step: unknown, not retried
+            log.warning("%s: the last step may not be replicated: %s", shard_key, error)
+            return
+        if int(acked) < self._replica_acks:
+            # a master short of replicas (one just promoted has none until one is added)
+            # is not waited for again for a while: the crawl goes on unreplicated there
+            self._unreplicated[master] = time.monotonic() + _UNREPLICATED_S
+            log.warning(
+                "%s: %s of %s replicas acknowledged within %s ms; not waiting on this master "
+                "for %.0f s (a failover now may lose its last steps)",
+                shard_key,
+                acked,
+                self._replica_acks,
+                self._replica_wait_ms,
+                _UNREPLICATED_S,
+            )
+
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """``call()``, again while the server is unreachable or a cluster fails over, for
         up to ``retry_s`` seconds. A script that ran but whose reply was lost runs twice:
@@ -498,15 +576,19 @@ class RedisStore:
         deadline = time.monotonic() + self._retry_s
         delay_s = 0.05
         transient, refused = _transient()
+        retried: tuple[type[BaseException], ...] = (*transient, RuntimeError, AttributeError)
         while True:
             try:
                 return await call()
             except refused:
                 raise
-            except transient as error:
+            except retried as error:
+                if isinstance(error, (RuntimeError, AttributeError)) and not _closed(error):
+                    raise
                 if time.monotonic() + delay_s > deadline:
                     raise
-                log.warning("redis unavailable, retrying in %.2f s: %s", delay_s, error)
+                level = logging.DEBUG if isinstance(error, SlotMoving) else logging.WARNING
+                log.log(level, "redis unavailable, retrying in %.2f s: %s", delay_s, error)
                 await asyncio.sleep(delay_s)
                 delay_s = min(1.0, delay_s * 2)
 
@@ -611,9 +693,10 @@ class RedisStore:
         now_at: float,
         budget: BudgetConfig,
         referrer: str | None,
+        script: str = "add",
     ) -> list[AddStatus]:
-        """ADD per shard (concurrently); statuses in the order of ``entries``; the new
-        URLs catalogued (with ``referrer``) when one is given."""
+        """ADD (or REVISIT) per shard, concurrently; statuses in the order of
+        ``entries``; the new URLs catalogued (with ``referrer``) when one is given."""
         shards = self._layout.shards
         groups: dict[int, list[int]] = {}
         for i, entry in enumerate(entries):
@@ -625,7 +708,7 @@ class RedisStore:
             group = [entries[i] for i in indexes]
             args: list[Any] = []
             elsewhere = self._add_args(args, group, budget, referrer, shard)
-            reply = await self._shard_call("add", shard, now_at, args)
+            reply = await self._shard_call(script, shard, now_at, args)
             for i, entry, raw in zip(indexes, group, reply.rest, strict=True):
                 statuses[i] = status = AddStatus(int(raw))
                 if status is AddStatus.QUEUED and entry in elsewhere:
@@ -680,6 +763,16 @@ class RedisStore:
             )
             for (url, score), payload, referrer in zip(raw, payloads, referrers, strict=True)
         ]
+
+
+def _closed(error: Exception) -> bool:
+    """A write on a connection that was closed under the call: uvloop's refusal to write
+    on a socket whose peer (a node that died) closed it, or the client's race where
+    another task dropped the connection in use (its writer is gone). Nothing was sent,
+    so the call is retried like a connection error (the next attempt reconnects, or
+    learns that the node is gone)."""
+    text = str(error)
+    return "handler is closed" in text or "no attribute 'writelines'" in text
 
 
 def _pairs(raw: list[Any]) -> list[tuple[int, float]]:

@@ -8,6 +8,13 @@
 -- ARGV[3...]: the operation's own arguments.
 local P = string.sub(KEYS[1], 1, -2)
 local M = KEYS[1]
+-- While the shard's slot migrates between nodes (redis-cli --cluster reshard), keys
+-- the script did not declare may already sit on the other node: a call would fail
+-- half-way, its writes made. A two-key EXISTS fails on either node of a migrating
+-- slot (TRYAGAIN / non-local key) and on no stable slot, so the script stops here,
+-- before any write, and the store calls again (docs/distributed.md, resharding).
+local probe = redis.pcall('EXISTS', M, P .. 'probe')
+if type(probe) == 'table' and probe.err then return {'moving'} end
 local NOW = tonumber(ARGV[1])
 if NOW < 0 then
   local t = redis.call('TIME')
@@ -198,7 +205,7 @@ end
 
 -- ADD of entries at ARGV[base...]: host cap, crawl cap (-1: none), referrer, then
 -- (host, level, entry, h1, h2, catalogue?) per URL; returns one status each
-local function add_entries(base)
+local function add_entries(base, known)
   local hostcap, crawlcap = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
   local referrer = ARGV[base + 2]
   local out = {}
@@ -216,7 +223,7 @@ local function add_entries(base)
         elseif crawlcap >= 0 and fs + bs >= crawlcap then status = 3 end
       end
       if status == 0 then
-        if not seen_add(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])) then
+        if not seen_add(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])) and not known then
           status = 1
         else
           local len = redis.call('HGET', P .. 'bl', host)

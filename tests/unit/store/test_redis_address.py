@@ -1,0 +1,36 @@
+"""Store URLs: the store's own ``wait``/``wait_ms`` parameters, kept from the client."""
+
+from __future__ import annotations
+
+import pytest
+
+from courtly.store.redis.address import connect, replica_options
+
+
+def test_wait_asks_for_replica_acks_with_a_bound() -> None:
+    assert replica_options("redis://127.0.0.1:6379/0") == {}
+    assert replica_options("redis+cluster://a:7001,b:7002?wait=1") == {
+        "replica_acks": 1,
+        "replica_wait_s": 0.05,
+    }
+    assert replica_options("redis://h:1/0?wait=2&wait_ms=200&socket_timeout=3") == {
+        "replica_acks": 2,
+        "replica_wait_s": 0.2,
+    }
+    for bad in ("redis://h:1?wait=x", "redis://h:1?wait=-1", "redis://h:1?wait=1&wait_ms=0"):
+        with pytest.raises(ValueError):
+            replica_options(bad)
+
+
+async def test_the_client_never_sees_the_stores_parameters() -> None:
+    cluster = connect("redis+cluster://127.0.0.1:7001,127.0.0.1:7002?wait=1&wait_ms=20")
+    assert sorted(node.port for node in cluster.nodes_manager.startup_nodes.values()) == [
+        7001,
+        7002,
+    ]
+    await cluster.aclose()
+    single = connect("redis://127.0.0.1:6379/2?wait=1&socket_timeout=3")
+    kwargs = single.connection_pool.connection_kwargs
+    assert (kwargs["db"], kwargs["socket_timeout"]) == (2, 3.0)
+    assert "wait" not in kwargs
+    await single.aclose()
