@@ -18,7 +18,11 @@ __all__ = ["Clock", "FakeClock", "SystemClock"]
 
 @runtime_checkable
 class Clock(Protocol):
-    """A source of time. ``now()`` is epoch seconds; ``sleep`` waits ``delay_s`` seconds."""
+    """A source of time. ``now()`` is epoch seconds; ``sleep`` waits ``delay_s`` seconds.
+
+    ``sleep`` never returns early on this clock: once it returns, ``now()`` is at
+    least its value at the call plus ``delay_s``. A politeness wait relies on it.
+    """
 
     def now(self) -> float: ...
 
@@ -26,13 +30,25 @@ class Clock(Protocol):
 
 
 class SystemClock:
-    """The wall clock (``time.time``) and ``asyncio.sleep``."""
+    """The wall clock (``time.time``) and ``asyncio.sleep``, never returning early.
+
+    The event loop's timers run on another clock and may fire before the delay is
+    over on this one: uvloop (libuv) keeps whole milliseconds, rounds the delay to
+    the nearest one and starts it from a truncated "now", so ``asyncio.sleep(0.05)``
+    measured on ``time.time`` often takes 49.2-50 ms. :meth:`sleep` therefore sleeps
+    again for whatever is left (a few sub-millisecond turns of the loop at most)
+    until ``now()`` has passed the deadline.
+    """
 
     def now(self) -> float:
         return time.time()
 
     async def sleep(self, delay_s: float) -> None:
+        deadline = time.time() + delay_s
         await asyncio.sleep(max(0.0, delay_s))
+        # No event to wait on: the remainder of a timer that fired early on this clock.
+        while (left_s := deadline - time.time()) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(left_s)
 
 
 class FakeClock:
