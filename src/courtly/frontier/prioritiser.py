@@ -4,8 +4,10 @@ A pure function of plain values. The default policy, for ``levels`` = L:
 
 * seeds go to level 0, and so do recrawls of known pages (a recrawl lane must
   not wait behind bulk discovery);
-* discovered URLs start at level ``1 + depth // depth_step`` (shallow pages first:
-  breadth-first is the classic way to find good pages early);
+* discovered URLs start at level ``2 + depth // depth_step`` (shallow pages first:
+  breadth-first is the classic way to find good pages early); the start leaves room
+  above it, so that the lifts below still tell a host's URLs apart when its host
+  quality lifts them all (the level also orders a host's back queue);
 * every ``inlinks_step`` in-links seen so far lift a URL one level;
 * ``host_quality`` in [-1, 1] shifts it by up to one level either way;
 * ``cash_ratio`` (the URL's OPIC cash over the mean of the URLs admitted so far, see
@@ -16,9 +18,10 @@ A pure function of plain values. The default policy, for ``levels`` = L:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["PrioritySignals", "prioritise"]
+__all__ = ["PrioritySignals", "is_lifted", "prioritise"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +46,7 @@ def prioritise(
     """The front-queue level for a URL with these signals (see the module doc)."""
     if signals.is_seed or signals.is_recrawl:
         return 0
-    level = 1 + signals.depth // depth_step
+    level = 2 + signals.depth // depth_step
     level -= signals.inlinks // inlinks_step
     if signals.host_quality >= 0.5:
         level -= 1
@@ -56,3 +59,13 @@ def prioritise(
     if level < 0:
         return 0
     return level if level < levels else levels - 1
+
+
+def is_lifted(signals: PrioritySignals, levels: int) -> bool:
+    """Whether the last in-link counted in ``signals`` improved the URL's level: a URL
+    queued before it arrived may now be promoted. Only in-links are compared (the cash
+    and host terms move slowly and are read again when the URL is next offered)."""
+    if signals.inlinks < 1 or signals.is_seed or signals.is_recrawl:
+        return False
+    before = dataclasses.replace(signals, inlinks=signals.inlinks - 1)
+    return prioritise(signals, levels) < prioritise(before, levels)
