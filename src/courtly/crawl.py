@@ -52,6 +52,7 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
 from courtly.frontier.frontier import Candidate, Frontier
 from courtly.frontier.importance import Importance
+from courtly.frontier.learnt import load_learnt, save_learnt
 from courtly.frontier.politeness import PolitenessConfig, parse_retry_after, politeness_delay_s
 from courtly.frontier.records import (
     AddStatus,
@@ -555,6 +556,8 @@ class Crawler:
             max_depth=self.config.max_depth,
         )
         candidates = [Candidate(s, is_seed=True) for s in seeds]
+        if self._partition is None:  # walk budgets and host quality, kept across a resume
+            await load_learnt(self._store, self._walks, self._importance)
         for seed in seeds:
             with contextlib.suppress(InvalidURL):
                 self._importance.seed(canonicalize(seed, params=self._params))
@@ -599,6 +602,8 @@ class Crawler:
         data = last_run_record(snapshot, self._clock.now())
         with contextlib.suppress(Exception):
             await self._store.put_blob("crawl", "last_run", json.dumps(data).encode())
+            if self._partition is None:
+                await save_learnt(self._store, self._walks, self._importance)
 
     async def snapshot(self) -> CrawlSnapshot:
         """Counters and frontier sizes now."""

@@ -40,10 +40,12 @@ in its host's back queue. ``levels + 1`` ranks in all (:func:`back_ranks`).
 
 **Promotion.** ``promote`` moves a queued URL up to a better (smaller) level: in
 its host's back queue it leaves its rank for the tail of the new one (FIFO within
-a rank, by time of arrival there); a leased URL is never moved. A URL that is not
-in a back queue but whose host has URLs in the front tier gets a *hint*: when it
-is popped from the front tier (where its level stays as it was: the front tier
-has no index by URL) it joins its back queue at the hinted rank. Hints are
+a rank, by time of arrival there); a leased URL is never moved. While some of the
+host's URLs wait in the front tier the URL gets a *hint* instead: when it is popped
+from the front tier (where its level stays as it was: the front tier has no index
+by URL) it joins its back queue at the hinted rank; a URL already in the back
+queue then keeps its place (moving it could pass a URL of its new level still in
+the front tier, breaking FIFO within a host and level). Hints are
 bounded (:data:`MAX_HINTS`, all dropped when full) and not kept across restarts.
 A URL that is fetched, unknown or dropped is never queued by a promotion.
 
@@ -250,6 +252,7 @@ class Scheduler:
         held = self._held
         leases = self._leases
         lifted: list[QueuedUrl] = []
+        hints = self._hints
         check_budget = budget.max_queued_per_host is not None or budget.max_queued is not None
         for entry in entries:
             key = entry.host_key
@@ -269,6 +272,8 @@ class Scheduler:
                     lifted.append(entry)
                 append(AddStatus.SEEN)
                 continue
+            if hints:
+                hints.pop(entry.url, None)  # a hint is for a URL queued before it was given
             queue = held.get(key)
             news = known and entry.level <= 0
             if queue is not None and row.queued == queue.length:
@@ -307,15 +312,15 @@ class Scheduler:
                 out.append(False)  # leased: never re-queued, never moved
                 continue
             rank = rank_of(entry.level, self._levels)
-            if queue is not None and rows.back_promote(
-                key, entry.url, rank, self._handles.get(key) if lease is not None else None
-            ):
-                out.append(True)
-                continue
-            out.append(False)
             in_back = queue.length if queue is not None else 0
-            if rows.host(key).queued > in_back:  # some of the host's URLs wait in the front
+            if rows.host(key).queued > in_back:
+                # some of the host's URLs wait in the front tier, maybe this one: moving a
+                # back-queue URL now could pass a URL of its new level still in the front
+                out.append(False)
                 self._hint(entry.url, rank)
+                continue
+            pinned = self._handles.get(key) if lease is not None else None
+            out.append(queue is not None and rows.back_promote(key, entry.url, rank, pinned))
         return out
 
     def _hint(self, url: str, rank: int) -> None:
