@@ -2,8 +2,9 @@
 
 Each test drives a store directly (no facade) with plain values for time and
 host state, so what is checked is the store's semantics: FIFO per host and
-level, fencing, expiry re-delivery at the head, dedup, budgets, retirement,
-the catalogue, blobs and counts.
+level, the order within a host (levels, the news lane, promotions), fencing,
+expiry re-delivery at the head, dedup, budgets, retirement, the catalogue, blobs
+and counts.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, DelaySource, HostState, Lease, QueuedUrl
 from courtly.store.base import FrontierStore
+from courtly.store.redis import RedisStore
 from tests.stores import REDIS_STORE_FACTORIES, STORE_FACTORIES
 
 T0 = 1_000.0
@@ -559,14 +561,14 @@ async def test_urls_of_a_held_host_go_straight_to_its_back_queue(make: MakeStore
     await store.add([url(f"o{i}.test", "x", level=0) for i in range(30)], T0, NO_BUDGET)
     lease = await lease_one(store)
     assert lease.host_key == "a.test"
-    found = [url("a.test", "2", level=1), url("a.test", "3", level=0)]
+    found = [url("a.test", "2", level=1), url("a.test", "3", level=1)]
     assert await store.complete(lease, lease.host, found, T0, NO_BUDGET) == [AddStatus.QUEUED] * 2
     counts = await store.counts(T0)
     assert (counts.front_queued, counts.back_queued) == (30, 2)
     # ... and a parked host's too
     again = await lease_one(store)
     parked = replace(again.host, next_allowed_at=T0 + 600, error_streak=1)
-    await store.complete(again, parked, [url("a.test", "4")], T0, NO_BUDGET)
+    await store.complete(again, parked, [url("a.test", "4", level=1)], T0, NO_BUDGET)
     counts = await store.counts(T0)
     assert (counts.front_queued, counts.back_queued, counts.hosts_inactive) == (30, 2, 1)
     served = await drain(store, T0 + 600)
@@ -619,3 +621,113 @@ async def test_revisit_keeps_budgets_and_retirement_and_marks_unknown_urls_seen(
     retired = replace(lease.host, retired="dead")
     assert await store.complete(lease, retired, (), T0, NO_BUDGET) == []
     assert await store.revisit([url("b.test", "1")], T0, NO_BUDGET) == [AddStatus.HOST_RETIRED]
+
+
+# -- order within a host: levels, the news lane, promotion ------------------------------------
+
+
+def _needs_host_order(store: FrontierStore) -> None:
+    if isinstance(store, RedisStore):
+        pytest.skip("the Redis store keeps FIFO back queues: no order by level within a host")
+
+
+async def _held(store: FrontierStore, host: str) -> Lease:
+    """Lease ``host``'s seed so that the host is held; the seed stays leased."""
+    assert await store.add([url(host, "seed")], T0, NO_BUDGET) == [AddStatus.QUEUED]
+    lease = await lease_one(store)
+    assert lease.url == f"http://{host}/seed"
+    return lease
+
+
+async def test_a_host_serves_its_better_levels_first(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3))
+    _needs_host_order(store)
+    seed = await _held(store, "a.test")
+    found = [url("a.test", f"p{i}", level=level) for i, level in enumerate((2, 0, 1, 0, 2, 1))]
+    assert await store.complete(seed, seed.host, found, T0, NO_BUDGET) == [AddStatus.QUEUED] * 6
+    served = await drain(store)
+    assert served == [f"http://a.test/p{i}" for i in (1, 3, 2, 5, 0, 4)]
+
+
+async def test_a_news_revisit_goes_first_in_its_host(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3))
+    _needs_host_order(store)
+    seed = await _held(store, "a.test")
+    found = [url("a.test", f"p{i}", level=0) for i in range(3)]
+    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    news = url("a.test", "seed", level=0)  # fetched before: due again, in the news lane
+    ordinary = url("a.test", "old", level=1)
+    assert await store.revisit([ordinary, news], T0, NO_BUDGET) == [AddStatus.QUEUED] * 2
+    served = await drain(store)
+    assert served[0] == news.url
+    assert served[1:] == [*(f"http://a.test/p{i}" for i in range(3)), ordinary.url]
+
+
+async def test_promote_moves_a_queued_url_to_the_tail_of_its_new_level(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3))
+    _needs_host_order(store)
+    seed = await _held(store, "a.test")
+    found = [url("a.test", f"p{i}", level=2) for i in range(5)] + [url("a.test", "q", level=1)]
+    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    moved = await store.promote(
+        [url("a.test", "p4", level=1), url("a.test", "p2", level=1), url("a.test", "p3", 0)], T0
+    )
+    assert moved == [True, True, True]
+    # not moved: already as good, or asked to go down
+    assert await store.promote([url("a.test", "q", 1), url("a.test", "p0", 2)], T0) == [False] * 2
+    counts = await store.counts(T0)
+    assert counts.queued == 6
+    served = await drain(store)
+    assert served == [f"http://a.test/{p}" for p in ("p3", "q", "p4", "p2", "p0", "p1")]
+
+
+async def test_promote_never_queues_a_leased_fetched_or_unknown_url(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3))
+    _needs_host_order(store)
+    seed = await _held(store, "a.test")
+    found = [url("a.test", f"p{i}", level=2) for i in range(3)]
+    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    leased = await lease_one(store)
+    assert leased.url == "http://a.test/p0"
+    asked = [
+        url("a.test", "p0", level=0),  # leased
+        url("a.test", "seed", level=0),  # fetched
+        url("a.test", "never", level=0),  # unknown
+        url("b.test", "x", level=0),  # unknown host
+    ]
+    assert await store.promote(asked, T0) == [False] * 4
+    counts = await store.counts(T0)
+    assert (counts.queued, counts.leased) == (2, 1)
+    await done(store, leased)
+    assert await drain(store) == ["http://a.test/p1", "http://a.test/p2"]
+    assert (await store.counts(T0)).queued == 0
+
+
+async def test_a_lifted_link_seen_before_is_promoted_by_complete(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3))
+    _needs_host_order(store)
+    seed = await _held(store, "a.test")
+    found = [url("a.test", f"p{i}", level=2) for i in range(3)]
+    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    page = await lease_one(store)
+    again = [
+        replace(url("a.test", "p2", level=1), lift=True),
+        url("a.test", "p1", level=0),  # seen, not lifted: stays where it is
+    ]
+    assert await store.complete(page, page.host, again, T0, NO_BUDGET) == [AddStatus.SEEN] * 2
+    assert await drain(store) == ["http://a.test/p2", "http://a.test/p1"]
+
+
+async def test_a_url_in_the_front_tier_takes_its_promotion_into_its_back_queue(
+    make: MakeStore,
+) -> None:
+    store = make(QueueConfig(levels=3, max_back_queues=3))
+    _needs_host_order(store)
+    # b.test is not held: its URLs wait in the front tier until a lease takes them in
+    first = await _held(store, "a.test")
+    waiting = [url("b.test", f"p{i}", 2) for i in range(3)]
+    await store.add(waiting, T0, NO_BUDGET)
+    assert (await store.counts(T0)).front_queued == 3
+    assert await store.promote([url("b.test", "p2", level=0)], T0) == [False]
+    await done(store, first)
+    assert await drain(store) == [f"http://b.test/{p}" for p in ("p0", "p2", "p1")]

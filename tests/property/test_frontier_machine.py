@@ -8,7 +8,11 @@ Checked after every step:
 * no lease before the host's next allowed time;
 * every added URL is leased exactly once (re-delivery only after its lease
   expired) or recognised as seen; a final drain leases every queued URL;
-* FIFO within a host and level;
+* FIFO within a host and level (a URL promoted in its back queue arrives at its new
+  level when promoted; one promoted while its host has URLs in the front tier may
+  move when it reaches its back queue, so its place is not checked);
+* a promotion never queues a URL: a leased, fetched or unknown URL is left alone,
+  and a promoted URL is still leased exactly once;
 * an expired lease returns its URL to the head of its queue and its late
   completion is fenced;
 * a host whose next allowed time is more than ``inactive_after_s`` away holds
@@ -82,6 +86,8 @@ class FrontierMachine(RuleBasedStateMachine):
         self.retired: set[str] = set()
         self.reasons: dict[str, str] = {}  # retired host -> why
         self.attempts: dict[str, int] = {}  # url -> failed attempts retried so far
+        self.floating: set[str] = set()  # promoted with a hint: its place is not checked
+        self.news: set[str] = set()  # revisited at level 0: the news lane, first in its host
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -141,11 +147,17 @@ class FrontierMachine(RuleBasedStateMachine):
         assert lease.url in self.added and lease.url not in self.done, "leased twice"
         host, level, seq = self.added[lease.url]
         assert host == lease.host_key
+        news = lease.url in self.news
         earlier = [
             u
-            for u in self.pending()
-            if self.added[u][0] == host and self.added[u][1] == level and self.added[u][2] < seq
+            for u in self.pending() - self.floating
+            if self.added[u][0] == host
+            and self.added[u][1] == level
+            and self.added[u][2] < seq
+            and (u in self.news) == news  # the news lane and the rest are each in order
         ]
+        if lease.url in self.floating:
+            earlier = []
         assert not earlier, f"FIFO broken on {host} level {level}: {earlier} before {lease.url}"
         assert lease.attempts == self.attempts.get(lease.url, 0), "attempt count lost"
         assert lease.attempts < self.frontier.config.politeness.max_attempts
@@ -211,6 +223,41 @@ class FrontierMachine(RuleBasedStateMachine):
         self.attempts.pop(url, None)
         self.seq += 1
         self.added[url] = (host, level, self.seq)
+        if level == 0:
+            self.news.add(url)
+        else:
+            self.news.discard(url)
+
+    @rule(
+        items=st.lists(
+            st.tuples(st.integers(0, 4), st.integers(0, 12), st.integers(0, 2)),
+            min_size=1,
+            max_size=6,
+        )
+    )
+    def promote(self, items: list[tuple[int, int, int]]) -> None:
+        entries = [
+            QueuedUrl(f"http://{HOSTS[h]}/p{p}", HOSTS[h], level, 0) for h, p, level in items
+        ]
+        before = self.run(self.frontier.counts())
+        moved = self.run(self.frontier.promote(entries))
+        held = {lease.url for lease in self.live.values()}
+        pending = self.pending()
+        for entry, did in zip(entries, moved, strict=True):
+            known = self.added.get(entry.url)
+            if entry.url not in pending or entry.url in held:
+                assert not did, f"{entry.url} moved while not queued"
+                continue
+            assert known is not None
+            host, level, _ = known
+            if did:
+                assert entry.level < level, "moved to a level no better"
+                self.seq += 1
+                self.added[entry.url] = (host, entry.level, self.seq)
+            elif entry.level < level:
+                self.floating.add(entry.url)  # its host had URLs in the front tier
+        after = self.run(self.frontier.counts())
+        assert (after.queued, after.leased) == (before.queued, before.leased)
 
     @rule(n=st.integers(1, 4))
     def lease(self, n: int) -> None:

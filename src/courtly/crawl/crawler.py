@@ -41,6 +41,7 @@ from courtly.fetch.http_fetcher import HttpFetcher
 from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.fetch.records import Fetcher
 from courtly.frontier.frontier import Candidate, Frontier
+from courtly.frontier.learnt import load_learnt, save_learnt
 from courtly.frontier.politeness import PolitenessConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, Lease, Outcome, QueuedUrl
 from courtly.observe.observation import Observation
@@ -361,6 +362,8 @@ class Crawler:
             max_depth=self.config.max_depth,
         )
         candidates = [Candidate(s, is_seed=True) for s in seeds]
+        if self._partition is None:  # walk budgets and host quality, kept across a resume
+            await load_learnt(self._store, self._links.walks, self._links.importance)
         for seed in seeds:
             with contextlib.suppress(InvalidURL):
                 self._links.importance.seed(canonicalize(seed, params=self._params))
@@ -424,6 +427,8 @@ class Crawler:
         data = last_run_record(snapshot, self._clock.now())
         with contextlib.suppress(Exception):
             await self._store.put_blob("crawl", "last_run", json.dumps(data).encode())
+            if self._partition is None:
+                await save_learnt(self._store, self._links.walks, self._links.importance)
 
     async def snapshot(self) -> CrawlSnapshot:
         """Counters and frontier sizes now."""

@@ -18,7 +18,9 @@ changes is only what the store would have said again: a known URL is no longer c
 as dropped for the host's budget or a retired host, and the mean cash of admitted URLs
 (:meth:`~courtly.frontier.importance.Importance.admit`) is over the URLs queued. The known
 set holds at most ``max_known`` URLs and is emptied when full (the store answers "seen"
-again meanwhile).
+again meanwhile). A known URL whose in-link just lifted its level does get an entry, with
+``lift`` set: the store answers "seen" and moves it up if it is still queued
+(:meth:`courtly.store.base.FrontierStore.promote`).
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from courtly.errors import InvalidURL
 from courtly.fetch.records import FetchResult
 from courtly.frontier.frontier import Candidate
 from courtly.frontier.importance import Importance, authority_of_canonical
-from courtly.frontier.prioritiser import level_of
+from courtly.frontier.prioritiser import INLINKS_STEP, level_of
 from courtly.frontier.records import AddStatus, QueuedUrl
 from courtly.frontier.traps import WalkGuard
 from courtly.parse.links import extract_links
@@ -54,7 +56,8 @@ class PageFacts:
     links: tuple[str, ...]
     """Every distinct canonical link followed (before scope checks)."""
     queued: list[QueuedUrl]
-    """Entries for the admitted URLs not known to be seen (see the module doc)."""
+    """Entries for the admitted URLs not known to be seen (see the module doc), and for
+    known ones whose new in-link lifted their level (``lift`` set: the store promotes them)."""
     skipped: list[CatalogueEntry]
     skip_reasons: list[str]
     """One reason per URL skipped (or ``page_nofollow`` for the page), for the counters."""
@@ -209,6 +212,8 @@ class LinkAdmission:
         admit, host_key, levels = importance.admit, self._host_key, self._levels
         for (url, host), is_new in zip(pairs, fresh, strict=True):
             if not is_new:
+                if (lifted := self._lifted(url, host, depth)) is not None:
+                    queued.append(lifted)
                 continue
             inlinks, cash_ratio, quality = admit(url, host)
             try:
@@ -219,6 +224,24 @@ class LinkAdmission:
             level = level_of(depth, inlinks, quality, cash_ratio, levels)
             queued.append(QueuedUrl(url, key, level, depth))
         return queued, skipped, chains
+
+    def _lifted(self, url: str, host: str, depth: int) -> QueuedUrl | None:
+        """An entry for a known URL whose in-link just counted lifted its level (the store
+        answers it "seen" and promotes it if it is still queued), else ``None``.
+
+        Only an in-link count at a multiple of the in-link step can change the level, so
+        most known links cost one dictionary lookup here."""
+        inlinks, cash_ratio, quality = self.importance.peek(url, host)
+        if inlinks < 1 or inlinks % INLINKS_STEP:
+            return None
+        levels = self._levels
+        level = level_of(depth, inlinks, quality, cash_ratio, levels)
+        if level >= level_of(depth, inlinks - 1, quality, cash_ratio, levels):
+            return None
+        try:
+            return QueuedUrl(url, self._host_key(url), level, depth, True)
+        except InvalidURL:
+            return None
 
     def settle_walks(
         self,

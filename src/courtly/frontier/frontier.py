@@ -27,7 +27,7 @@ from courtly.events import EventBus, HostLeased, HostStateChanged, LeaseExpired
 from courtly.frontier.budget import is_host_over_request_budget
 from courtly.frontier.config import FrontierConfig
 from courtly.frontier.politeness import apply_outcome
-from courtly.frontier.prioritiser import PrioritySignals, prioritise
+from courtly.frontier.prioritiser import PrioritySignals, is_lifted, prioritise
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, Outcome, QueuedUrl
 from courtly.frontier.retry import should_retry
 from courtly.store.base import FrontierStore, LeaseBatch
@@ -90,18 +90,18 @@ class Frontier:
         Raises :class:`~courtly.errors.InvalidURL` for an uncrawlable URL.
         """
         url = candidate.url if canonical else canonicalize(candidate.url, params=self.config.params)
-        level = prioritise(
-            PrioritySignals(
-                candidate.depth,
-                candidate.is_seed,
-                candidate.inlinks,
-                candidate.host_quality,
-                candidate.is_recrawl,
-                candidate.cash_ratio,
-            ),
-            self.config.queues.levels,
+        signals = PrioritySignals(
+            candidate.depth,
+            candidate.is_seed,
+            candidate.inlinks,
+            candidate.host_quality,
+            candidate.is_recrawl,
+            candidate.cash_ratio,
         )
-        return QueuedUrl(url, self._host_key(url), level, candidate.depth)
+        levels = self.config.queues.levels
+        level = prioritise(signals, levels)
+        lift = is_lifted(signals, levels)
+        return QueuedUrl(url, self._host_key(url), level, candidate.depth, lift)
 
     def prepare(
         self, candidates: Iterable[Candidate], *, canonical: bool = False
@@ -134,6 +134,14 @@ class Frontier:
     async def add_queued(self, entries: Sequence[QueuedUrl]) -> list[AddStatus]:
         """Offer entries already canonical, keyed and prioritised (the fast path)."""
         return await self.store.add(entries, self._clock.now(), self.config.budget)
+
+    async def promote(self, entries: Sequence[QueuedUrl]) -> list[bool]:
+        """Move queued URLs up to the levels of ``entries`` (one batched store step; see
+        :meth:`~courtly.store.base.FrontierStore.promote`). :meth:`complete` already
+        promotes the ``SEEN`` links whose ``lift`` is set."""
+        if not entries:
+            return []
+        return await self.store.promote(entries, self._clock.now())
 
     # -- leasing ----------------------------------------------------------
 

@@ -13,14 +13,16 @@ or from important ones, collects more cash before it is queued. Beside the cash:
 
 :meth:`Importance.signals` turns that into the prioritiser's inputs, the cash as a ratio
 to the mean cash of the URLs admitted so far (``cash_ratio``: 2 or more lifts a URL one
-level, 1/2 or less drops it one). The level is chosen when a URL is admitted: a URL
-already queued keeps its level when it gains in-links later (moving queued URLs needs a
-store operation that no store has yet; see docs/frontier.md).
+level, 1/2 or less drops it one). The level is chosen when a URL is admitted; when a
+queued URL's next in-link lifts its level, the link carries ``lift`` and the store
+promotes it (:meth:`~courtly.store.base.FrontierStore.promote`; see docs/frontier.md).
 
 Memory: one float and one count per URL linked (queued or not) and one count per host, in
 the crawl process; the tables are emptied when they hold ``max_urls`` URLs (the estimate
-restarts, the crawl goes on). Not persisted: a resumed crawl learns again. Pure apart
-from its own tables; no clock, no I/O.
+restarts, the crawl goes on). A crawl with a state directory saves the per-host counts
+and the admitted mean with its progress (:meth:`Importance.state`,
+``courtly.frontier.learnt``); per-URL cash and in-links are learnt again after a resume.
+Pure apart from its own tables; no clock, no I/O.
 """
 
 from __future__ import annotations
@@ -74,6 +76,29 @@ class Importance:
         """URLs with cash or in-links recorded."""
         return len(self._cash)
 
+    def state(self) -> dict[str, object]:
+        """The part kept across a resume (JSON-able): links into each host from other
+        hosts (host quality) and the admitted URLs' cash sum and count (the mean).
+        Per-URL cash and in-links are not kept: one entry per URL linked, too many for
+        a blob, and the stored queue keeps the levels they gave."""
+        return {
+            "host_links": dict(self._host_links),
+            "admitted": self._admitted,
+            "admitted_cash": self._admitted_cash,
+        }
+
+    def restore(self, state: dict[str, object]) -> None:
+        """Take back a :meth:`state` (after a resume; adds to what was learnt since)."""
+        host_links = state.get("host_links", {})
+        assert isinstance(host_links, dict)
+        for host, n in host_links.items():
+            self._host_links[str(host)] += int(n)
+        admitted = state.get("admitted", 0)
+        admitted_cash = state.get("admitted_cash", 0.0)
+        assert isinstance(admitted, int) and isinstance(admitted_cash, int | float)
+        self._admitted += admitted
+        self._admitted_cash += float(admitted_cash)
+
     def cash(self, url: str) -> float:
         return self._cash.get(url, 0.0)
 
@@ -111,10 +136,15 @@ class Importance:
 
     def admit(self, url: str, host: str) -> tuple[int, float, float]:
         """:meth:`signals` as a plain ``(inlinks, cash_ratio, host_quality)`` tuple."""
+        signals = self.peek(url, host)
+        self._admitted += 1
+        self._admitted_cash += self._cash.get(url, 0.0)
+        return signals
+
+    def peek(self, url: str, host: str) -> tuple[int, float, float]:
+        """:meth:`admit` without counting ``url`` as admitted (for a URL queued before)."""
         cash = self._cash.get(url, 0.0)
         mean = self._admitted_cash / self._admitted if self._admitted else cash
-        self._admitted += 1
-        self._admitted_cash += cash
         ratio = cash / mean if mean > 0 else 1.0
         quality = min(1.0, 0.5 * self._host_links.get(host, 0) / self._config.quality_links)
         return self._inlinks.get(url, 0), ratio, quality

@@ -4,8 +4,10 @@ A pure function of plain values. The default policy, for ``levels`` = L:
 
 * seeds go to level 0, and so do recrawls of known pages (a recrawl lane must
   not wait behind bulk discovery);
-* discovered URLs start at level ``1 + depth // depth_step`` (shallow pages first:
-  breadth-first is the classic way to find good pages early);
+* discovered URLs start at level ``2 + depth // depth_step`` (shallow pages first:
+  breadth-first is the classic way to find good pages early); the start leaves room
+  above it, so that the lifts below still tell a host's URLs apart when its host
+  quality lifts them all (the level also orders a host's back queue);
 * every ``inlinks_step`` in-links seen so far lift a URL one level;
 * ``host_quality`` in [-1, 1] shifts it by up to one level either way;
 * ``cash_ratio`` (the URL's OPIC cash over the mean of the URLs admitted so far, see
@@ -16,9 +18,13 @@ A pure function of plain values. The default policy, for ``levels`` = L:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["PrioritySignals", "level_of", "prioritise"]
+__all__ = ["INLINKS_STEP", "PrioritySignals", "is_lifted", "level_of", "prioritise"]
+
+INLINKS_STEP = 4
+"""In-links that lift a discovered URL one level (the default of ``inlinks_step``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +44,7 @@ def prioritise(
     levels: int,
     *,
     depth_step: int = 2,
-    inlinks_step: int = 4,
+    inlinks_step: int = INLINKS_STEP,
 ) -> int:
     """The front-queue level for a URL with these signals (see the module doc)."""
     if signals.is_seed or signals.is_recrawl:
@@ -61,11 +67,11 @@ def level_of(
     cash_ratio: float,
     levels: int,
     depth_step: int = 2,
-    inlinks_step: int = 4,
+    inlinks_step: int = INLINKS_STEP,
 ) -> int:
     """:func:`prioritise` for a discovered URL (neither seed nor recrawl), from plain values
     (the link path calls it once per link, without building the signals)."""
-    level = 1 + depth // depth_step
+    level = 2 + depth // depth_step
     level -= inlinks // inlinks_step
     if host_quality >= 0.5:
         level -= 1
@@ -78,3 +84,13 @@ def level_of(
     if level < 0:
         return 0
     return level if level < levels else levels - 1
+
+
+def is_lifted(signals: PrioritySignals, levels: int) -> bool:
+    """Whether the last in-link counted in ``signals`` improved the URL's level: a URL
+    queued before it arrived may now be promoted. Only in-links are compared (the cash
+    and host terms move slowly and are read again when the URL is next offered)."""
+    if signals.inlinks < 1 or signals.is_seed or signals.is_recrawl:
+        return False
+    before = dataclasses.replace(signals, inlinks=signals.inlinks - 1)
+    return prioritise(signals, levels) < prioritise(before, levels)

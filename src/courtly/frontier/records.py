@@ -26,13 +26,18 @@ class QueuedUrl:
     """A canonical URL on its way into the front tier.
 
     ``level`` is the front-queue level chosen by the prioritiser (0 is the most
-    urgent); ``host_key`` is the politeness unit the URL belongs to.
+    urgent); ``host_key`` is the politeness unit the URL belongs to. ``lift``: the
+    URL's level improved since it was first offered (it gained in-links): if it is
+    already queued at a worse level, the store promotes it
+    (:meth:`~courtly.store.base.FrontierStore.promote`) instead of answering ``SEEN``
+    only.
     """
 
     url: str
     host_key: str
     level: int
     depth: int = 0
+    lift: bool = False
 
 
 class AddStatus(enum.IntEnum):

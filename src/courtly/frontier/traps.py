@@ -33,8 +33,10 @@ trade-off: a listing reachable only page by page (``next`` links, no index) is c
 ``max_chain`` pages; raise the bound for such a site.
 
 :class:`WalkGuard` keeps the chains of the URLs queued (and forgets a URL once its page
-has been read) and the walking counts; it is in memory, per crawl process, so a resumed
-crawl starts its chains again from 0 (the ``max_walking`` count too).
+has been read) and the walking counts, in memory; a crawl with a state directory saves
+the walking part (:meth:`WalkGuard.state`: counts, walking URLs, their chains) with its
+progress, so a resumed crawl keeps its ``max_walking`` budgets and its walks' chains
+(``courtly.frontier.learnt``); the chains of short steps restart from 0.
 """
 
 from __future__ import annotations
@@ -145,6 +147,32 @@ class WalkGuard:
     def __len__(self) -> int:
         """URLs whose chain is remembered (queued ones with a chain above 0)."""
         return len(self._chains)
+
+    def state(self) -> dict[str, object]:
+        """What a resumed crawl needs to keep the walk bounds (JSON-able): the walking
+        counts per walk key per host, the walking URLs admitted, and the chains of the
+        queued walking URLs. All three are bounded by ``max_walking`` per key per host;
+        the chains of shorter steps (most of a site's number-to-number links) are not
+        kept, so they restart from 0 after a resume."""
+        walk_from = self._config.walk_from
+        return {
+            "walking": [[origin, key, n] for (origin, key), n in self._walking.items() if n > 0],
+            "walkers": sorted(self._walkers),
+            "chains": {url: n for url, n in self._chains.items() if n > walk_from},
+        }
+
+    def restore(self, state: dict[str, object]) -> None:
+        """Take back a :meth:`state` (after a resume; counts add to any made since)."""
+        walking = state.get("walking", [])
+        walkers = state.get("walkers", [])
+        chains = state.get("chains", {})
+        assert isinstance(walking, list) and isinstance(walkers, list)
+        assert isinstance(chains, dict)
+        for origin, key, n in walking:
+            self._walking[(str(origin), str(key))] += int(n)
+        self._walkers.update(str(url) for url in walkers)
+        for url, n in chains.items():
+            self._chains.setdefault(str(url), int(n))
 
     def walking(self, origin: str, key: str) -> int:
         """Walking URLs admitted (or reserved) for the walk key ``key`` on ``origin``."""

@@ -84,7 +84,8 @@ class FrontierStore(Protocol):
     ) -> list[AddStatus]:
         """Dedup and enqueue ``entries`` into their front-queue levels; one status each.
 
-        Budget-dropped URLs are not marked seen.
+        Budget-dropped URLs are not marked seen. A URL already seen whose entry has
+        ``lift`` set is promoted to the entry's level (see :meth:`promote`).
         """
         ...
 
@@ -96,7 +97,24 @@ class FrontierStore(Protocol):
         Routed like :meth:`add` (their levels, the queue budgets, retired hosts
         refused) but the seen-set is not asked, so a URL seen before is ``QUEUED``
         again; an unknown URL is marked seen as well. The caller offers a URL only
-        while it is not queued (once per due time).
+        while it is not queued (once per due time). A revisit at level 0 is in the news
+        lane: it goes first in its host's back queue, before every other level (not on
+        Redis yet, where a host's back queue stays first in, first out).
+        """
+        ...
+
+    async def promote(self, entries: Sequence[QueuedUrl], now_at: float) -> list[bool]:
+        """Move queued URLs up to a better level: each ``entry`` names a URL, its host key
+        and the level it now deserves; one result each, ``True`` if it moved now.
+
+        A URL in its host's back queue at a worse level leaves it for the tail of the
+        new level's part (the order within a host is by level, then arrival: see
+        ``courtly.store.scheduler``). A URL still in the front tier keeps its place
+        there and takes the better level when it reaches its back queue (``False``: a
+        best effort, bounded, lost on restart). A URL that is leased, fetched, dropped,
+        unknown or already as good is left as it is: a promotion never queues a URL.
+        Seen in ``complete`` and ``add`` too: an entry whose ``lift`` is set and that is
+        ``SEEN`` is promoted in the same step.
         """
         ...
 

@@ -8,7 +8,10 @@ keeps its rows:
   ``"<depth> <url>"``, or ``"<depth>@<host_key> <url>"`` when the host key is not
   the URL's own host, and ``"<depth>!<attempts>…"`` in a back queue once an
   attempt at the URL failed (about 130 bytes of RSS per queued URL, seen-set included);
-* **back queues**: a deque of the same entry strings per held host;
+* **back queues**: per held host, one deque of the same entry strings per rank
+  (the news lane, then one per level: see :mod:`courtly.store.scheduler`);
+  a promotion scans the host's worse ranks for the URL (no index by URL: that
+  would double the bytes per queued URL);
 * **host rows**: ``host_key -> HostRow`` (politeness state and queued count),
   kept for every host seen;
 * **seen-set**, **catalogue** and **blobs**: a :class:`SeenSet` and dicts.
@@ -31,7 +34,7 @@ from courtly.frontier.front import FrontQueues
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 from courtly.frontier.seen import ExactSeenSet, SeenSet
 from courtly.store.base import LeaseBatch
-from courtly.store.scheduler import HostRow, Scheduler
+from courtly.store.scheduler import HostRow, Scheduler, back_ranks
 
 __all__ = ["MemoryStore"]
 
@@ -39,11 +42,13 @@ __all__ = ["MemoryStore"]
 class _MemoryRows:
     """:class:`~courtly.store.scheduler.QueueRows` in process memory."""
 
-    __slots__ = ("back", "catalogue", "front", "hosts", "seen")
+    __slots__ = ("back", "catalogue", "front", "hosts", "ranks", "seen")
 
     def __init__(self, queues: QueueConfig, seen: SeenSet, rng: random.Random) -> None:
         self.front: FrontQueues[str] = FrontQueues(queues.weights, rng, max_skips=queues.max_skips)
-        self.back: dict[str, deque[str]] = {}
+        self.ranks = back_ranks(queues.levels)
+        self.back: dict[str, list[deque[str] | None]] = {}
+        """``host_key -> one deque per rank`` (``None`` until the rank is used)."""
         self.hosts: dict[str, HostRow] = {}
         self.seen = seen
         self.catalogue: dict[str, CatalogueEntry] = {}
@@ -54,38 +59,73 @@ class _MemoryRows:
     def front_push(self, level: int, host_key: str, depth: int, url: str) -> None:
         self.front.push(level, _encode(host_key, depth, url))
 
-    def front_pop(self) -> tuple[str, int, str] | None:
+    def front_pop(self) -> tuple[str, int, int, str] | None:
         popped = self.front.pop()
-        return None if popped is None else _decode(popped[1])
+        if popped is None:
+            return None
+        host, depth, url = _decode(popped[1])
+        return host, popped[0], depth, url
 
-    def back_append(self, host_key: str, depth: int, url: str) -> None:
-        queue = self.back.get(host_key)
+    def _rank(self, host_key: str, rank: int) -> deque[str]:
+        queues = self.back.get(host_key)
+        if queues is None:
+            queues = self.back[host_key] = [None] * self.ranks
+        queue = queues[rank]
         if queue is None:
-            queue = self.back[host_key] = deque()
-        queue.append(_encode(host_key, depth, url))
+            queue = queues[rank] = deque()
+        return queue
 
-    def back_head(self, host_key: str) -> tuple[int, str, int]:
-        head, _, url = self.back[host_key][0].partition(" ")
-        counts = head.partition("@")[0]
-        depth, _, attempts = counts.partition("!")
-        return int(depth), url, int(attempts or 0)
+    def back_append(self, host_key: str, rank: int, depth: int, url: str) -> None:
+        self._rank(host_key, rank).append(_encode(host_key, depth, url))
 
-    def back_retry(self, host_key: str) -> None:
-        queue = self.back[host_key]
+    def back_head(self, host_key: str) -> tuple[int, str, int, int]:
+        for rank, queue in enumerate(self.back[host_key]):
+            if queue:
+                head, _, url = queue[0].partition(" ")
+                counts = head.partition("@")[0]
+                depth, _, attempts = counts.partition("!")
+                return int(depth), url, int(attempts or 0), rank
+        raise LookupError(f"back queue of {host_key} is empty")
+
+    def back_retry(self, host_key: str, handle: int) -> None:
+        queue = self.back[host_key][handle]
+        assert queue
         head, _, url = queue[0].partition(" ")
         counts, at, host = head.partition("@")
         depth, _, attempts = counts.partition("!")
         queue[0] = f"{depth}!{int(attempts or 0) + 1}{at}{host} {url}"
 
-    def back_pop(self, host_key: str) -> None:
-        queue = self.back[host_key]
+    def back_pop(self, host_key: str, handle: int) -> None:
+        queues = self.back[host_key]
+        queue = queues[handle]
+        assert queue
         queue.popleft()
         if not queue:
-            del self.back[host_key]
+            queues[handle] = None
+            if not any(queues):
+                del self.back[host_key]
+
+    def back_promote(self, host_key: str, url: str, rank: int, pinned: int | None) -> bool:
+        queues = self.back.get(host_key)
+        if queues is None:
+            return False
+        suffix = " " + url
+        for worse in range(rank + 1, len(queues)):
+            queue = queues[worse]
+            if not queue:
+                continue
+            for i, entry in enumerate(queue):
+                if entry.endswith(suffix) and (i or worse != pinned):
+                    del queue[i]
+                    if not queue:
+                        queues[worse] = None
+                    self._rank(host_key, rank).append(entry)
+                    return True
+        return False
 
     def back_clear(self, host_key: str) -> list[tuple[int, str]]:
-        entries = self.back.pop(host_key, ())
-        return [_decode(entry)[1:] for entry in entries]
+        queues = self.back.pop(host_key, ())
+        return [_decode(entry)[1:] for queue in queues if queue for entry in queue]
 
     def host(self, host_key: str) -> HostRow:
         row = self.hosts.get(host_key)
@@ -147,6 +187,9 @@ class MemoryStore:
         self, entries: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
     ) -> list[AddStatus]:
         return self._sched.add(entries, budget, known=True)
+
+    async def promote(self, entries: Sequence[QueuedUrl], now_at: float) -> list[bool]:
+        return self._sched.promote(entries)
 
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         leases, next_ready_at = self._sched.lease(now_at, ttl_s, max_leases)

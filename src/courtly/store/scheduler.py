@@ -33,8 +33,26 @@ tier at its level. Either way the order of one host's URLs of one level is the
 order they were added (FIFO within a host and level); across hosts the front
 tier's level draw decides only when a host is first taken in.
 
-**Leases.** A lease reads the head URL of its host's back queue and leaves it
-there; ``complete`` removes it, ``release`` and expiry leave it at the head.
+**Order within a host.** A back queue is ordered by *rank*, then arrival: rank
+``level + 1`` for a URL of front level ``level``, and rank 0 for a revisit at
+level 0 (the news lane, :mod:`courtly.frontier.news_lane`), which so goes first
+in its host's back queue. ``levels + 1`` ranks in all (:func:`back_ranks`).
+
+**Promotion.** ``promote`` moves a queued URL up to a better (smaller) level: in
+its host's back queue it leaves its rank for the tail of the new one (FIFO within
+a rank, by time of arrival there); a leased URL is never moved. While some of the
+host's URLs wait in the front tier the URL gets a *hint* instead: when it is popped
+from the front tier (where its level stays as it was: the front tier has no index
+by URL) it joins its back queue at the hinted rank; a URL already in the back
+queue then keeps its place (moving it could pass a URL of its new level still in
+the front tier, breaking FIFO within a host and level). Hints are
+bounded (:data:`MAX_HINTS`, all dropped when full) and not kept across restarts.
+A URL that is fetched, unknown or dropped is never queued by a promotion.
+
+**Leases.** A lease reads the head URL of its host's back queue (its best rank)
+and leaves it there; the scheduler keeps the row's handle, so ``complete``
+removes that URL and no other, and ``release`` and expiry leave it at the head
+of its rank.
 Tokens increase; only the current lease of a host can end it (fencing). A
 release after a failed attempt counts it on the head URL (``back_retry``); the
 count comes back with the URL's next lease. Whether to retry is the caller's
@@ -56,10 +74,26 @@ from courtly.frontier.budget import BudgetConfig, is_over_queue_budget
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
-__all__ = ["HostRow", "QueueRows", "Scheduler", "retired_skip_reason"]
+__all__ = ["MAX_HINTS", "HostRow", "QueueRows", "Scheduler", "back_ranks", "retired_skip_reason"]
 
 _LEASE_SCAN_PER_LEASE: Final = 4
 """Front pops allowed per lease asked for, beyond ``activation_scan``."""
+
+MAX_HINTS: Final = 65_536
+"""Promotion hints kept for URLs waiting in the front tier (all dropped when full)."""
+
+NEWS_RANK: Final = 0
+"""The back-queue rank of a revisit at level 0 (the news lane): first in its host."""
+
+
+def back_ranks(levels: int) -> int:
+    """Ranks of a back queue for ``levels`` front levels: the news lane, then one per level."""
+    return levels + 1
+
+
+def rank_of(level: int, levels: int) -> int:
+    """The back-queue rank of a URL of front level ``level`` (clamped into range)."""
+    return 1 + min(max(level, 0), levels - 1)
 
 
 def retired_skip_reason(reason: str) -> str:
@@ -93,25 +127,36 @@ class QueueRows(Protocol):
         """Append a URL to front level ``level`` (clamped into range)."""
         ...
 
-    def front_pop(self) -> tuple[str, int, str] | None:
-        """``(host_key, depth, url)`` from the level the selector draws; ``None`` if empty."""
+    def front_pop(self) -> tuple[str, int, int, str] | None:
+        """``(host_key, level, depth, url)`` from the level the selector draws; ``None``
+        if empty."""
         ...
 
-    def back_append(self, host_key: str, depth: int, url: str) -> None:
-        """Append a URL to the host's back queue."""
+    def back_append(self, host_key: str, rank: int, depth: int, url: str) -> None:
+        """Append a URL to the tail of rank ``rank`` (``0 .. back_ranks - 1``) of the
+        host's back queue."""
         ...
 
-    def back_head(self, host_key: str) -> tuple[int, str, int]:
-        """``(depth, url, attempts)`` at the head of the host's back queue (left in place);
-        ``attempts`` counts the failed attempts at it so far."""
+    def back_head(self, host_key: str) -> tuple[int, str, int, int]:
+        """``(depth, url, attempts, handle)`` of the head of the host's back queue: the
+        first URL of its best (smallest) rank, left in place. ``attempts`` counts the
+        failed attempts at it so far; ``handle`` names the row for :meth:`back_pop` and
+        :meth:`back_retry`, and stays valid while the URL is not popped (appends and
+        promotions only ever add at the tail of a rank)."""
         ...
 
-    def back_retry(self, host_key: str) -> None:
-        """Count one more failed attempt at the head of the host's back queue."""
+    def back_retry(self, host_key: str, handle: int) -> None:
+        """Count one more failed attempt at the URL ``handle`` names."""
         ...
 
-    def back_pop(self, host_key: str) -> None:
-        """Remove the head of the host's back queue."""
+    def back_pop(self, host_key: str, handle: int) -> None:
+        """Remove the URL ``handle`` names (the head :meth:`back_head` returned)."""
+        ...
+
+    def back_promote(self, host_key: str, url: str, rank: int, pinned: int | None) -> bool:
+        """Move ``url`` from a worse rank of the host's back queue to the tail of ``rank``;
+        ``False`` if it is not there at a worse rank. ``pinned`` is the handle of the
+        leased head, never moved."""
         ...
 
     def back_clear(self, host_key: str) -> list[tuple[int, str]]:
@@ -162,6 +207,9 @@ class Scheduler:
 
     def __init__(self, rows: QueueRows, queues: QueueConfig) -> None:
         self._rows = rows
+        self._levels = queues.levels
+        self._hints: dict[str, int] = {}
+        self._handles: dict[str, int] = {}
         self._max_slots = queues.max_back_queues
         self._inactive_after_s = queues.inactive_after_s
         self._scan = queues.activation_scan
@@ -193,7 +241,9 @@ class Scheduler:
 
         ``known`` (a recrawl's due URLs, :meth:`FrontierStore.revisit`): the seen-set
         is not asked, so a URL seen before is queued again (and an unknown one is
-        marked seen); routing and budgets are the same.
+        marked seen); routing and budgets are the same, and a known URL at level 0
+        takes the news rank. A ``SEEN`` entry with ``lift`` set is promoted
+        (:meth:`promote`).
         """
         statuses: list[AddStatus] = []
         append = statuses.append
@@ -201,6 +251,8 @@ class Scheduler:
         host_row = rows.host
         held = self._held
         leases = self._leases
+        lifted: list[QueuedUrl] = []
+        hints = self._hints
         check_budget = budget.max_queued_per_host is not None or budget.max_queued is not None
         for entry in entries:
             key = entry.host_key
@@ -216,20 +268,69 @@ class Scheduler:
                     append(AddStatus.OVER_HOST_BUDGET if over == 1 else AddStatus.OVER_CRAWL_BUDGET)
                     continue
             if not rows.seen_add(entry.url) and not known:
+                if entry.lift:
+                    lifted.append(entry)
                 append(AddStatus.SEEN)
                 continue
+            if hints:
+                hints.pop(entry.url, None)  # a hint is for a URL queued before it was given
             queue = held.get(key)
+            news = known and entry.level <= 0
             if queue is not None and row.queued == queue.length:
                 # held, nothing of it in the front tier: straight to its back queue
-                rows.back_append(key, entry.depth, entry.url)
+                rank = NEWS_RANK if news else rank_of(entry.level, self._levels)
+                rows.back_append(key, rank, entry.depth, entry.url)
                 queue.length += 1
                 self._back_size += 1
             else:
                 rows.front_push(entry.level, key, entry.depth, entry.url)
+                if news:
+                    self._hint(entry.url, NEWS_RANK)
             row.queued += 1
             rows.host_changed(key)
             append(AddStatus.QUEUED)
+        if lifted:
+            self.promote(lifted)
         return statuses
+
+    def promote(self, entries: Sequence[QueuedUrl]) -> list[bool]:
+        """Move queued URLs up to ``entry.level`` where that is better than where they are
+        (module doc, *Promotion*); ``True`` for each URL moved in its back queue now.
+
+        ``False``: not moved now (leased, fetched, unknown, already as good, or waiting in
+        the front tier, where a hint moves it when it reaches its back queue).
+        """
+        rows = self._rows
+        held = self._held
+        leases = self._leases
+        out: list[bool] = []
+        for entry in entries:
+            key = entry.host_key
+            queue = held.get(key)
+            lease = leases.get(key)
+            if lease is not None and lease.url == entry.url:
+                out.append(False)  # leased: never re-queued, never moved
+                continue
+            rank = rank_of(entry.level, self._levels)
+            in_back = queue.length if queue is not None else 0
+            if rows.host(key).queued > in_back:
+                # some of the host's URLs wait in the front tier, maybe this one: moving a
+                # back-queue URL now could pass a URL of its new level still in the front
+                out.append(False)
+                self._hint(entry.url, rank)
+                continue
+            pinned = self._handles.get(key) if lease is not None else None
+            out.append(queue is not None and rows.back_promote(key, entry.url, rank, pinned))
+        return out
+
+    def _hint(self, url: str, rank: int) -> None:
+        hints = self._hints
+        old = hints.get(url)
+        if old is not None and old <= rank:
+            return
+        if old is None and len(hints) >= MAX_HINTS:
+            hints.clear()
+        hints[url] = rank
 
     def lease(
         self, now_at: float, ttl_s: float, max_leases: int
@@ -277,7 +378,7 @@ class Scheduler:
         (the newly queued ones, with the lease's URL as referrer), requeue the host."""
         key = lease.host_key
         rows = self._rows
-        rows.back_pop(key)
+        rows.back_pop(key, self._handles.pop(key))
         self._held[key].length -= 1
         row = rows.host(key)
         row.queued -= 1
@@ -299,8 +400,9 @@ class Scheduler:
         """After :meth:`end_lease`: the leased URL is at the head again (``failed``: with
         one more failed attempt counted, see :mod:`courtly.frontier.retry`); requeue the
         host."""
+        handle = self._handles.pop(lease.host_key)
         if failed:
-            self._rows.back_retry(lease.host_key)
+            self._rows.back_retry(lease.host_key, handle)
         self._back_size += 1
         self._requeue(lease.host_key, self._rows.host(lease.host_key).state, now_at)
 
@@ -358,7 +460,8 @@ class Scheduler:
     # -- internals ----------------------------------------------------------------
 
     def _lease_head(self, key: str, now_at: float, ttl_s: float) -> Lease:
-        depth, url, attempts = self._rows.back_head(key)
+        depth, url, attempts, handle = self._rows.back_head(key)
+        self._handles[key] = handle
         self._back_size -= 1
         self.token += 1
         expires_at = now_at + ttl_s
@@ -373,10 +476,13 @@ class Scheduler:
         rows = self._rows
         popped = rows.front_pop()
         assert popped is not None, "front tier shorter than its count"
-        key, depth, url = popped
+        key, level, depth, url = popped
+        rank = rank_of(level, self._levels)
+        if self._hints:
+            rank = min(rank, self._hints.pop(url, rank))
         queue = self._held.get(key)
         if queue is not None:
-            rows.back_append(key, depth, url)
+            rows.back_append(key, rank, depth, url)
             queue.length += 1
             self._back_size += 1
             return
@@ -386,7 +492,7 @@ class Scheduler:
             rows.host_changed(key)
             rows.record((_dropped(url, depth, row.state.retired),))
             return
-        rows.back_append(key, depth, url)
+        rows.back_append(key, rank, depth, url)
         self._held[key] = _Held(1)
         self._back_size += 1
         self._place(key, self._held[key], row.state.next_allowed_at, now_at)
@@ -441,6 +547,7 @@ class Scheduler:
             if lease is None or lease.token != token:
                 continue  # ended in time
             del self._leases[key]
+            del self._handles[key]
             self._back_size += 1
             state = self._rows.host(key).state
             self._place(key, self._held[key], max(state.next_allowed_at, now_at), now_at)

@@ -10,11 +10,12 @@ of queued URLs:
   RAM only the per-level counts (the selector draws a level, as
   :class:`~courtly.frontier.front.FrontQueues` does) and a small read-ahead
   buffer of each level's head rows;
-* **back queues**: rows of the ``back`` table ordered by ``(host_key, seq)``;
-  in RAM only, per held host (active or inactive), the head and tail sequence
-  numbers. A leased URL keeps its row at the head of its back queue until
-  ``complete`` deletes it, so ``release``, expiry and a crash all leave it
-  exactly where it was: at the head;
+* **back queues**: rows of the ``back`` table ordered by ``(host_key, rank,
+  seq)`` (index ``back_order``); in RAM only, per held host (active or
+  inactive), its row count and next sequence number. A leased URL keeps its row
+  until ``complete`` deletes it (by its ``seq``), so ``release``, expiry and a
+  crash all leave it exactly where it was: at the head of its rank; a promotion
+  is one ``UPDATE`` of the URL's rank and ``seq`` among its host's rows;
 * **ready and wake heaps**, **leases**: in RAM only (the scheduler's);
 * **hosts**: a write-back cache of the ``hosts`` table (politeness state and
   queued-URL count per host), bounded by ``host_cache_size`` clean entries
@@ -224,10 +225,10 @@ class _SqliteRows:
         self._front_after = [-1] * n
         self._front_inserts: list[tuple[int, int, str, int, str]] = []
         self._front_deletes: list[tuple[int, int]] = []
-        self._back_inserts: list[tuple[str, int, int, str]] = []
+        self._back_inserts: list[tuple[str, int, int, int, str]] = []
         self._tail_inserts: list[tuple[str]] = []
         self.back: dict[str, list[int]] = {}
-        """``host_key -> [head seq, tail seq)`` of each back queue."""
+        """``host_key -> [rows, next seq]`` of each back queue."""
         self.hosts: dict[str, HostRow] = {}
         self.dirty: set[str] = set()
 
@@ -242,7 +243,7 @@ class _SqliteRows:
         self._front_inserts.append((level, self.next_front_id, host_key, depth, url))
         self.next_front_id += 1
 
-    def front_pop(self) -> tuple[str, int, str] | None:
+    def front_pop(self) -> tuple[str, int, int, str] | None:
         level = self.levels.pop()
         if level is None:
             return None
@@ -251,7 +252,7 @@ class _SqliteRows:
             self._read_ahead(level)
         fid, host, depth, url = buf.popleft()
         self._front_deletes.append((level, fid))
-        return host, depth, url
+        return host, level, depth, url
 
     def _read_ahead(self, level: int) -> None:
         self.write_pending()
@@ -267,49 +268,67 @@ class _SqliteRows:
 
     # -- back queues --
 
-    def back_append(self, host_key: str, depth: int, url: str) -> None:
+    def back_append(self, host_key: str, rank: int, depth: int, url: str) -> None:
         span = self.back.get(host_key)
         if span is None:
             span = self.back[host_key] = [0, 0]
-        self._back_inserts.append((host_key, span[1], depth, url))
+        self._back_inserts.append((host_key, rank, span[1], depth, url))
+        span[0] += 1
         span[1] += 1
 
-    def back_head(self, host_key: str) -> tuple[int, str, int]:
+    def back_head(self, host_key: str) -> tuple[int, str, int, int]:
         if self._back_inserts:
             self.write_pending()
         row = self._db.execute(
-            "SELECT depth, url, attempts FROM back WHERE host_key = ? AND seq = ?",
-            (host_key, self.back[host_key][0]),
+            "SELECT depth, url, attempts, seq FROM back WHERE host_key = ? "
+            "ORDER BY rank, seq LIMIT 1",
+            (host_key,),
         ).fetchone()
         if row is None:
             raise sqlite3.DatabaseError(f"back queue of {host_key} lost its head row")
-        return int(row[0]), str(row[1]), int(row[2])
+        return int(row[0]), str(row[1]), int(row[2]), int(row[3])
 
-    def back_retry(self, host_key: str) -> None:
+    def back_retry(self, host_key: str, handle: int) -> None:
         if self._back_inserts:
             self.write_pending()
         self._begin(1)
         self._db.execute(
             "UPDATE back SET attempts = attempts + 1 WHERE host_key = ? AND seq = ?",
-            (host_key, self.back[host_key][0]),
+            (host_key, handle),
         )
 
-    def back_pop(self, host_key: str) -> None:
+    def back_pop(self, host_key: str, handle: int) -> None:
         if self._back_inserts:
             self.write_pending()
         span = self.back[host_key]
         self._begin(1)
-        self._db.execute("DELETE FROM back WHERE host_key = ? AND seq = ?", (host_key, span[0]))
-        span[0] += 1
-        if span[0] == span[1]:
+        self._db.execute("DELETE FROM back WHERE host_key = ? AND seq = ?", (host_key, handle))
+        span[0] -= 1
+        if span[0] == 0:
             del self.back[host_key]
+
+    def back_promote(self, host_key: str, url: str, rank: int, pinned: int | None) -> bool:
+        span = self.back.get(host_key)
+        if span is None:
+            return False
+        if self._back_inserts:
+            self.write_pending()
+        self._begin(1)
+        moved = self._db.execute(
+            "UPDATE back SET rank = ?, seq = ? "
+            "WHERE host_key = ? AND url = ? AND rank > ? AND seq != ?",
+            (rank, span[1], host_key, url, rank, -1 if pinned is None else pinned),
+        ).rowcount
+        if moved:
+            span[1] += 1
+        return bool(moved)
 
     def back_clear(self, host_key: str) -> list[tuple[int, str]]:
         self.write_pending()
         if self.back.pop(host_key, None) is None:
             return []
         found = self._db.execute(
-            "SELECT depth, url FROM back WHERE host_key = ? ORDER BY seq", (host_key,)
+            "SELECT depth, url FROM back WHERE host_key = ? ORDER BY rank, seq", (host_key,)
         ).fetchall()
         self._begin(len(found))
         self._db.execute("DELETE FROM back WHERE host_key = ?", (host_key,))
@@ -376,7 +395,7 @@ class _SqliteRows:
             (_FRONT_INSERT, self._front_inserts),
             ("INSERT INTO seen_tail (url) VALUES (?)", self._tail_inserts),
             (
-                "INSERT INTO back (host_key, seq, depth, url) VALUES (?, ?, ?, ?)",
+                "INSERT INTO back (host_key, rank, seq, depth, url) VALUES (?, ?, ?, ?, ?)",
                 self._back_inserts,
             ),
             ("DELETE FROM front WHERE level = ? AND id = ?", self._front_deletes),
@@ -507,6 +526,10 @@ class SqliteStore:
     ) -> list[AddStatus]:
         with self._step(now_at):
             return self._sched.add(entries, budget, known=True)
+
+    async def promote(self, entries: Sequence[QueuedUrl], now_at: float) -> list[bool]:
+        with self._step(now_at):
+            return self._sched.promote(entries)
 
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         with self._step(now_at):
@@ -755,20 +778,12 @@ class SqliteStore:
             add(url)
             rows.seen_tail += 1
 
-        # skip-scan the back table: one head and one tail lookup per host holding a queue
-        after = ""
-        while True:
-            row = db.execute(
-                "SELECT host_key, seq FROM back WHERE host_key > ? ORDER BY host_key, seq LIMIT 1",
-                (after,),
-            ).fetchone()
-            if row is None:
-                break
-            host, head = row
-            (last,) = db.execute("SELECT max(seq) FROM back WHERE host_key = ?", (host,)).fetchone()
-            rows.back[host] = [head, last + 1]
-            sched.restore(host, last + 1 - head, rows.host(host).state.next_allowed_at)
-            after = host
+        # one pass over the back table's primary key: rows and last seq per host
+        for host, length, last in db.execute(
+            "SELECT host_key, count(*), max(seq) FROM back GROUP BY host_key"
+        ).fetchall():
+            rows.back[host] = [int(length), int(last) + 1]
+            sched.restore(host, int(length), rows.host(host).state.next_allowed_at)
         self._floor_pending = bool(meta) and self._resume_guard_s > 0
 
     def _apply_resume_floor(self, now_at: float) -> None:

@@ -16,11 +16,12 @@ renamed into place once stamped, so a state file that exists always holds a
 complete schema: an existing file is never re-created, whatever is in it.
 
 Tables (version 1; version 2 adds ``catalogue.fail_reason``, version 3
-``back.attempts``, version 4 ``hosts.delay_source`` and ``hosts.last_status``):
+``back.attempts``, version 4 ``hosts.delay_source`` and ``hosts.last_status``,
+version 5 ``back.rank`` and the ``back_order`` index):
 
 ``meta``       key/value: counters, the token ceiling, the Bloom checkpoint;
 ``front``      front queues, ``(level, id)`` ordered: FIFO per level;
-``back``       back queues, ``(host_key, seq)`` ordered: FIFO per host;
+``back``       back queues, ``(host_key, rank, seq)`` ordered: by rank, then FIFO;
 ``hosts``      per-host politeness state and the number of queued URLs;
 ``seen_tail``  URLs added to the seen-set since its last checkpoint;
 ``catalogue``  one row per URL, ``seq`` keeps the order first written;
@@ -49,7 +50,7 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 4
+SCHEMA_VERSION: Final = 5
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -72,7 +73,19 @@ def _v3_to_v4(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE hosts ADD COLUMN last_status INTEGER")
 
 
-MIGRATIONS: Final[Mapping[int, Migration]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+def _v4_to_v5(conn: sqlite3.Connection) -> None:
+    """Version 5: a back queue is ordered by rank (the news lane, then the level), then
+    arrival. URLs queued before keep their order, at the rank of level 0."""
+    conn.execute("ALTER TABLE back ADD COLUMN rank INTEGER NOT NULL DEFAULT 1")
+    conn.execute("CREATE INDEX back_order ON back (host_key, rank, seq)")
+
+
+MIGRATIONS: Final[Mapping[int, Migration]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+}
 """``from_version -> migration`` to ``from_version + 1``."""
 
 _WHAT_TO_DO: Final = (

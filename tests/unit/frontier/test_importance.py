@@ -39,9 +39,9 @@ def test_cash_is_conserved_with_no_base(reads: list[tuple[int, list[int]]]) -> N
 
 
 def test_richer_urls_get_lower_levels() -> None:
-    rich = prioritise(PrioritySignals(depth=2, cash_ratio=3.0), 4)
-    plain = prioritise(PrioritySignals(depth=2, cash_ratio=1.0), 4)
-    poor = prioritise(PrioritySignals(depth=2, cash_ratio=0.2), 4)
+    rich = prioritise(PrioritySignals(depth=0, cash_ratio=3.0), 4)
+    plain = prioritise(PrioritySignals(depth=0, cash_ratio=1.0), 4)
+    poor = prioritise(PrioritySignals(depth=0, cash_ratio=0.2), 4)
     assert rich < plain < poor
     assert prioritise(PrioritySignals(is_seed=True, cash_ratio=0.0), 4) == 0
 

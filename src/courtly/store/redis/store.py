@@ -288,6 +288,12 @@ class RedisStore:
         await self._flush_index()
         return statuses
 
+    async def promote(self, entries: Sequence[QueuedUrl], now_at: float) -> list[bool]:
+        """Not in the Redis store yet: its back queues are FIFO lists of entries that do
+        not say their level, so nothing is moved (every result ``False``, as for a URL
+        already as good); a crawl on Redis keeps the order of arrival within a host."""
+        return [False] * len(entries)
+
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         await self.open()
         shards = self._layout.shards
