@@ -121,11 +121,13 @@ class AttemptFailed:
 @dataclass(frozen=True, slots=True)
 class AttemptRetried:
     """A failed attempt goes back to its queue to be made again (``reason``: its catalogue
-    fail reason, if any)."""
+    fail reason, if any: ``timeout``, ``interrupted``, ``http_503``...; ``url``: the URL
+    that will be asked for again)."""
 
     at: float
     host_key: str
     reason: str | None
+    url: str = ""
 
 
 @dataclass(frozen=True, slots=True)

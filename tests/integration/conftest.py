@@ -155,8 +155,15 @@ def catalogue_of(config: CrawlConfig) -> list[CatalogueEntry]:
     return run_async(read())
 
 
-def assert_polite(report: AuditReport) -> None:
-    """Every check of the audit, one by one, so that a failure names the rule broken."""
+def assert_polite(report: AuditReport, *, lost_repeats: int = 0) -> None:
+    """Every check of the audit, one by one, so that a failure names the rule broken.
+
+    ``lost_repeats``: how many of the audit's duplicates the test has matched, one for
+    one, with a retry the crawler itself made of that URL after an attempt whose answer
+    it never got whole (its timeout fired first): a request the server answered in full
+    but the client lost is rightly asked again (courtly.frontier.retry). The test
+    proves the match; the audit's count must equal it exactly.
+    """
     summary = report.summary()
     assert report.host_overlaps == 0, summary
     assert report.max_in_flight_per_host == 1, summary
@@ -166,6 +173,6 @@ def assert_polite(report: AuditReport) -> None:
     assert report.retry_after_violations == 0, summary
     assert report.disallowed_fetches == 0, summary
     assert report.robots_unavailable_fetches == 0, summary
-    assert report.duplicate_fetches == 0, summary
+    assert report.duplicate_fetches == lost_repeats, summary
     assert report.unknown_host_requests == 0, summary
-    assert report.violations == 0, summary
+    assert report.violations == lost_repeats, summary

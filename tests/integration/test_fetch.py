@@ -537,3 +537,59 @@ async def test_a_fetch_waiting_for_its_address_is_counted_and_announced() -> Non
     assert f.waiting_for_ip == 0
     assert waits == [1]
     assert server.max_in_flight == 1
+
+
+class _PeekingGate:
+    """An :class:`~courtly.fetch.IpGate` that, as each slot is given back, notes whether the
+    server can already see the exchange's connection closed (an end of stream queued on
+    its side: the client's socket was closed before the slot went)."""
+
+    def __init__(self, listener: socket.socket) -> None:
+        self._listener = listener
+        self.closed_at_release: list[bool] = []
+
+    def hold(self, ip: str) -> _PeekingGate:
+        return self
+
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        conn, _ = self._listener.accept()
+        with conn:
+            self.closed_at_release.append(_peer_closed(conn))
+
+
+def _peer_closed(conn: socket.socket) -> bool:
+    """Whether the peer of ``conn`` has closed its end (read what it sent, then the end of
+    the stream), without waiting."""
+    while True:
+        try:
+            if not conn.recv(65536, socket.MSG_DONTWAIT):
+                return True
+        except BlockingIOError:
+            return False
+
+
+async def test_a_timed_out_exchange_closes_its_connection_before_giving_its_ip_slot_back() -> None:
+    """A request that never gets an answer (a hanging robots.txt) holds its address's slot
+    until its socket is closed, not merely until aiohttp has been told to close it:
+    otherwise another process sharing the per-IP cap may send a request to the address
+    while this connection is still open."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.2", 0))
+        listener.listen()  # accepted by the kernel, never answered
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        gate = _PeekingGate(listener)
+        f = HttpFetcher(
+            FetchConfig(allow_private_networks=True, total_timeout_s=0.2),
+            SystemClock(),
+            dns_overrides={"h1.test": ["127.0.0.2"]},
+            ip_gate=gate,
+        )
+        async with f:
+            with pytest.raises(FetchError) as caught:
+                await f.fetch(f"http://h1.test:{port}/robots.txt")
+    assert caught.value.kind == "timeout"
+    assert gate.closed_at_release == [True]

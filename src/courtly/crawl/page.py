@@ -221,7 +221,9 @@ class PagePipeline:
 
     async def _retry(self, lease: Lease, outcome: Outcome, fail_reason: str | None) -> None:
         """A failed attempt to be made again later (see :mod:`courtly.frontier.retry`)."""
-        self._events.publish(AttemptRetried(self._clock.now(), lease.host_key, fail_reason))
+        self._events.publish(
+            AttemptRetried(self._clock.now(), lease.host_key, fail_reason, lease.url)
+        )
         # Catalogued as not fetched (no status) but why; replaced once it is fetched.
         entry = CatalogueEntry(lease.url, depth=lease.depth, fail_reason=fail_reason)
         await self._store.record([entry])

@@ -320,6 +320,7 @@ class HttpFetcher:
         except FetchError:
             raise
         except Exception as exc:
+            await _connection_closed()  # aiohttp closed it: let the socket go first
             raise _map_error(exc, url) from exc
         try:
             headers: CIMultiDictProxy[str] = response.headers
@@ -327,6 +328,7 @@ class HttpFetcher:
             raw, truncated, interrupted, decoder = await self._read_body(response, codings)
             if truncated:
                 response.close()  # drop the connection: the rest of the body is unread
+                await _connection_closed()
             ended_at = clock.now()
             http_version = self._http_version(response.version)
             if decoder is None:
@@ -407,6 +409,19 @@ class HttpFetcher:
             truncated = True
         raw = chunks[0] if len(chunks) == 1 else b"".join(chunks)
         return raw, truncated, interrupted, decoder
+
+
+async def _connection_closed() -> None:
+    """Return once a connection closed in this step has really closed its socket.
+
+    ``transport.close()`` (aiohttp calls it on a timeout, an error or a dropped body)
+    only schedules the socket's close for the next loop iteration, with ``call_soon``,
+    in asyncio and uvloop alike; a fetch that gave its per-IP slot back at once would
+    let another request to the address start while this connection is still open
+    (the cap broken by one connection, for one iteration, or longer on a busy loop).
+    One yield runs that callback first: the ready queue is first in, first out.
+    """
+    await asyncio.sleep(0)
 
 
 def _map_error(exc: Exception, url: str) -> FetchError:

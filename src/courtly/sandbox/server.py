@@ -165,6 +165,9 @@ class _Connection(asyncio.Protocol):
         self._in_process = False
         self._drained: asyncio.Future[None] | None = None
         self._lost: asyncio.Future[None] | None = None
+        self.lost_at: float | None = None
+        """When the server first saw the peer's end of the connection (its end of stream
+        read, or the connection lost), on the server's clock; ``None`` while it is open."""
 
     # -- asyncio.Protocol -------------------------------------------------------------
 
@@ -183,14 +186,23 @@ class _Connection(asyncio.Protocol):
             self.process()
 
     def eof_received(self) -> bool | None:
+        self._note_lost()
         return None
 
     def connection_lost(self, exc: Exception | None) -> None:
+        self._note_lost()
         self.closed = True
         self.server._connections.discard(self)
         for waiter in (self._lost, self._drained):
             if waiter is not None and not waiter.done():
                 waiter.set_result(None)
+
+    def _note_lost(self) -> None:
+        # Stamped in the read callback itself: the wake-up of a task waiting on
+        # ``_lost`` comes one or two loop iterations later, which on a busy loop is long
+        # enough for a request on another connection to be stamped before it.
+        if self.lost_at is None:
+            self.lost_at = self.server.clock.now()
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -743,7 +755,8 @@ class SandboxServer:
             return
         if isinstance(resource, Hang):
             await conn.linger(resource.hang_s)
-            ended_at = self.clock.now()  # the client gave up, or we abort now
+            # the client gave up (when the server first saw it), or we abort now
+            ended_at = conn.lost_at if conn.lost_at is not None else self.clock.now()
             if conn.transport is not None:
                 conn.transport.abort()
             self._log_request(conn, request, 0, 0, end_at=ended_at)
