@@ -21,6 +21,7 @@ from courtly.clock import FakeClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, Page
 from courtly.fetch.memory import MemoryFetcher, Reply
+from courtly.frontier.revisit import RevisitState
 from courtly.sandbox.changing import ChangingPage, ChangingSite, SiteRequest
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
@@ -58,6 +59,17 @@ def recrawl_config(state: Path, **overrides: Any) -> CrawlConfig:
     }
     values.update(overrides)
     return CrawlConfig(**values)
+
+
+def states_of(crawler: Crawler) -> dict[str, RevisitState]:
+    """Every recrawl row's state in the crawl's (memory) store, by URL."""
+    recrawl = crawler.recrawl
+    assert recrawl is not None
+
+    async def read() -> dict[str, RevisitState]:
+        return {row.url: row.state async for row in recrawl.rows.revisit_rows()}
+
+    return asyncio.run(read())
 
 
 def run_recrawl(
@@ -121,11 +133,10 @@ def test_a_recrawl_revisits_politely_gets_304s_and_refetches_changes(tmp_path: P
     assert all("If-None-Match" not in r.headers for r in liar[-5:])
 
     # Noise in the template is not a change; real changes are counted.
-    book = crawler.recrawl
-    assert book is not None
-    assert book.book.states[ORIGIN + "/ticker"].changes == 0
-    assert book.book.states[ORIGIN + "/plain"].changes == 0
-    assert book.book.states[ORIGIN + "/fast"].changes >= len(fetched_versions) - 2
+    states = states_of(crawler)
+    assert states[ORIGIN + "/ticker"].changes == 0
+    assert states[ORIGIN + "/plain"].changes == 0
+    assert states[ORIGIN + "/fast"].changes >= len(fetched_versions) - 2
 
 
 def test_the_warc_holds_both_revisit_profiles(tmp_path: Path) -> None:
@@ -233,8 +244,7 @@ def test_news_pages_get_their_own_lane_below_the_ordinary_floor(tmp_path: Path) 
     fetcher = MemoryFetcher(lambda url: 404, clock, conditional=site)
     crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
     asyncio.run(crawler.run())
-    assert crawler.recrawl is not None
-    states = crawler.recrawl.book.states
+    states = states_of(crawler)
     assert states[ORIGIN + "/hub"].lane == 0 and states[ORIGIN + "/busy"].lane == 0
     assert states[ORIGIN + "/calm"].lane == 1
 
@@ -280,8 +290,7 @@ def test_duplicates_across_urls_are_recorded(tmp_path: Path) -> None:
     clock_start = clock.now()
     crawler = Crawler(config, clock=clock, fetcher=MemoryFetcher(answer, clock), on_page=on_page)
     asyncio.run(crawler.run())
-    assert crawler.recrawl is not None
-    states = crawler.recrawl.book.states
+    states = states_of(crawler)
     marked = {u: (states[u].duplicate_of, states[u].near_duplicate_of) for u in states}
     a, b = "http://dup.test/a", "http://dup.test/b"
     # /a and /b share their main text: the one fetched later is an exact duplicate
