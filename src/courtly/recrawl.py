@@ -197,7 +197,7 @@ class Recrawl:
         """Write the rows of ``batch`` whose URL has none yet (then empty it)."""
         if not batch:
             return
-        known = await self.rows.revisit_states([row.url for row in batch])
+        known = await self.rows.revisit_states([(row.url, row.host_key) for row in batch])
         missing = [row for row in batch if row.url not in known]
         batch.clear()
         if missing:
@@ -207,7 +207,7 @@ class Recrawl:
 
     async def fetch(self, fetcher: Fetcher, url: str) -> FetchResult:
         """GET ``url``, conditionally when its row has validators."""
-        row = (await self.rows.revisit_states([url])).get(url)
+        row = (await self.rows.revisit_states([(url, self._host_key(url))])).get(url)
         self._known[url] = row
         headers = self.book.headers_for(row.state if row is not None else None)
         if not headers:
@@ -225,7 +225,7 @@ class Recrawl:
         if url in self._known:
             row = self._known.pop(url)
         else:
-            row = (await self.rows.revisit_states([url])).get(url)
+            row = (await self.rows.revisit_states([(url, lease.host_key)])).get(url)
         known = row.state if row is not None else None
         depth = row.depth if row is not None else lease.depth
         if row is not None and row.out:

@@ -235,9 +235,9 @@ class MemoryStore:
     async def put_blob(self, namespace: str, key: str, value: bytes) -> None:
         self._blobs[(namespace, key)] = bytes(value)
 
-    async def revisit_states(self, urls: Sequence[str]) -> dict[str, RevisitRow]:
+    async def revisit_states(self, keys: Sequence[tuple[str, str]]) -> dict[str, RevisitRow]:
         rows = self._revisits.rows
-        return {url: rows[url] for url in urls if url in rows}
+        return {url: rows[url] for url, _ in keys if url in rows}
 
     async def note_visits(self, rows: Sequence[RevisitRow]) -> None:
         for row in rows:

@@ -90,8 +90,9 @@ class DueBatch:
 class RevisitRows(Protocol):
     """The recrawl rows of a store (module docstring); every method is one step."""
 
-    async def revisit_states(self, urls: Sequence[str]) -> dict[str, RevisitRow]:
-        """The rows of those of ``urls`` that have one."""
+    async def revisit_states(self, keys: Sequence[tuple[str, str]]) -> dict[str, RevisitRow]:
+        """The rows of those of ``keys`` (``(url, host_key)`` pairs: a store may keep a
+        row with its host's queue) that have one, by URL."""
         ...
 
     async def note_visits(self, rows: Sequence[RevisitRow]) -> None:

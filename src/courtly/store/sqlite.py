@@ -597,9 +597,9 @@ class SqliteStore:
 
     # -- recrawl rows (courtly.store.revisit_rows) --
 
-    async def revisit_states(self, urls: Sequence[str]) -> dict[str, RevisitRow]:
+    async def revisit_states(self, keys: Sequence[tuple[str, str]]) -> dict[str, RevisitRow]:
         with self._step(None):
-            return self._revisits.get(urls)
+            return self._revisits.get([url for url, _ in keys])
 
     async def note_visits(self, rows: Sequence[RevisitRow]) -> None:
         with self._step(None):
