@@ -147,6 +147,7 @@ class Recrawl:
         self.changes: list[ChangeEvent] = []
         self._near = NearDuplicateIndex()
         self._texts: dict[int, str] = {}  # main-text digest -> the first URL with it
+        self._unsaved: list[ChangeEvent] = []
         self._known: dict[str, RevisitRow | None] = {}  # read at fetch, until noted
         self._next_due: float | None = None
         self._polled_at = float("-inf")
@@ -271,6 +272,7 @@ class Recrawl:
                 visit.state.content_bytes, distance, title,
             )  # fmt: skip
             self.changes = [*self.changes[-(MAX_EVENTS - 1) :], event]
+            self._unsaved.append(event)
         visit, position = self._archive(warc, result, visit, record_id)
         await self._write(RevisitRow(visit.state, lease.host_key, depth))
         return visit, position
@@ -346,6 +348,9 @@ class Recrawl:
         if upcoming is None or upcoming > now:
             return 0
         counts = await self._store.counts(now)
+        # queued again by this process and not fetched yet: in the queues still (bounds
+        # the count when other processes sharing the store fetched some of them)
+        self.pending = min(self.pending, counts.queued + counts.leased)
         discovery_waiting = counts.queued + counts.leased > self.pending
         room = revisit_allowance(
             self._share,
@@ -373,9 +378,16 @@ class Recrawl:
         return await self.rows.next_revisit_at()
 
     async def save(self, *, force: bool = False) -> None:
-        """Keep the last changes in the store (every ``save_every_s``, or now when
-        ``force``); the rows are written with each visit."""
+        """Add the changes seen since the last save to the store's last changes (every
+        ``save_every_s``, or now when ``force``); the rows are written with each visit.
+        The blob is read and written again, so processes sharing a store (Redis) keep
+        each other's changes (two saving at the same moment may lose one's)."""
         now = self._clock.now()
-        if force or now - self._saved_at >= self._save_every_s:
+        if self._unsaved and (force or now - self._saved_at >= self._save_every_s):
             self._saved_at = now
-            await self._store.put_blob(*_CHANGES, events_to_bytes(self.changes))
+            stored = events_from_bytes(await self._store.get_blob(*_CHANGES))
+            known = {(e.url, e.at) for e in stored}
+            fresh = [e for e in self._unsaved if (e.url, e.at) not in known]
+            merged = sorted([*stored, *fresh], key=lambda e: e.at)[-MAX_EVENTS:]
+            self._unsaved.clear()
+            await self._store.put_blob(*_CHANGES, events_to_bytes(merged))

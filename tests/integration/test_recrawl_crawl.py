@@ -381,3 +381,28 @@ def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> Non
     revisits = sum(1 for r in second.log if r.url == still)
     assert rows[still].state.visits == 9 + revisits
     assert rows[still].state.changes == 0
+
+
+def test_the_export_carries_each_urls_recrawl_fields(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from courtly.cli import main as cli_main
+
+    state = tmp_path / "state"
+    run_recrawl(state, store="sqlite")
+    result = CliRunner().invoke(cli_main, ["export", "--state", str(state)])
+    assert result.exit_code == 0, result.output
+    lines = {
+        line["url"]: line
+        for line in map(json.loads, result.stdout.splitlines())
+        if line.get("status") is not None
+    }
+    still, fast = lines[ORIGIN + "/still"]["recrawl"], lines[ORIGIN + "/fast"]["recrawl"]
+    assert still["visits"] > 10 and still["changes"] == 0 and still["etag"] == '"/still-0"'
+    assert not still["etag_unreliable"] and still["next_due_at"] is not None
+    assert fast["changes"] >= 10 and fast["last_change_at"] is not None
+    assert fast["changed_intervals_s"] and len(fast["simhash"]) == 16
+    assert lines[ORIGIN + "/tags"]["recrawl"]["etag_unreliable"]
+    assert lines[ORIGIN + "/lmnow"]["recrawl"]["lm_unreliable"]

@@ -45,6 +45,7 @@ __all__ = [
     "DueRows",
     "RevisitRow",
     "RevisitRows",
+    "export_fields",
     "requeue",
     "state_from_values",
     "state_values",
@@ -163,6 +164,37 @@ def requeue(
             refused += 1
             rows.set_due(row.url, now_at + retry_s, out=False)
     return tuple(queued), refused
+
+
+def export_fields(row: RevisitRow) -> dict[str, object]:
+    """The ``recrawl`` object of a URL's ``courtly export`` line: its history, validators
+    and their reliability, digests (16-digit hex, as the catalogue's), next due time."""
+    s, v = row.state, row.state.validators
+
+    def hex64(value: int | None) -> str | None:
+        return None if value is None else format(value & 0xFFFF_FFFF_FFFF_FFFF, "016x")
+
+    return {
+        "lane": s.lane,
+        "visits": s.visits,
+        "comparisons": s.comparisons,
+        "changes": s.changes,
+        "last_fetch_at": s.last_fetch_at,
+        "last_change_at": s.last_change_at,
+        "changed_intervals_s": list(s.changed_ring),
+        "change_rate_per_s": s.change_rate_per_s,
+        "interval_s": s.interval_s,
+        "next_due_at": s.next_due_at,
+        "out": row.out,
+        "etag": v.etag,
+        "last_modified": v.last_modified,
+        "etag_unreliable": v.etag_unreliable,
+        "lm_unreliable": v.lm_unreliable,
+        "text_digest": hex64(s.text_digest),
+        "simhash": hex64(s.simhash),
+        "duplicate_of": s.duplicate_of,
+        "near_duplicate_of": s.near_duplicate_of,
+    }
 
 
 def state_values(state: RevisitState) -> list[Any]:
