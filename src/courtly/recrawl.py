@@ -2,21 +2,24 @@
 
 :class:`Recrawl` sits between the crawl loop and the :class:`RevisitBook`:
 
-* :meth:`Recrawl.fetch` sends a known URL's validators (conditional GET);
+* :meth:`Recrawl.fetch` reads the URL's recrawl row from the store and sends its
+  validators (conditional GET);
 * :meth:`Recrawl.visited` digests the answer (payload sha1 for the WARC, main-text
-  xxh3 and SimHash for change decisions), folds it into the book and archives it: a
-  304 as a ``server-not-modified`` revisit, a repeated payload as an
-  ``identical-payload-digest`` revisit, anything else as a full response;
-* :meth:`Recrawl.feed` puts due URLs back into the frontier through the store's
-  ``revisit`` (never the seen-set), within the share of fetches revisits may take
-  (:func:`revisit_allowance`);
-* :meth:`Recrawl.start` / :meth:`Recrawl.save` keep the book in the store (a blob),
-  and on start every fetched catalogue URL the book lacks is due at once, so a
-  finished crawl resumed with ``--recrawl`` starts revisiting.
+  xxh3 and SimHash for change decisions), folds it into the state, archives it (a 304
+  as a ``server-not-modified`` revisit, a repeated payload as an
+  ``identical-payload-digest`` revisit, anything else as a full response) and writes
+  the row, held with the page's completion that follows (one commit);
+* :meth:`Recrawl.feed` has the store queue due URLs again (``requeue_due``: by the
+  due index, routed as ``revisit`` routes known URLs, never through the seen-set),
+  within the share of fetches revisits may take (:func:`revisit_allowance`);
+* :meth:`Recrawl.start` counts the rows into the book, moves an older crawl's revisit
+  blob into rows, and makes every fetched catalogue URL without a row due at once, so
+  a finished crawl resumed with ``--recrawl`` starts revisiting; :meth:`Recrawl.save`
+  keeps the last changes (``courtly changes``) in a blob.
 
-Trade-off: the book is one blob rewritten every ``save_every_s`` (fine for the small
-watch-a-set-of-pages crawls ``--recrawl`` is for; a per-URL table is the way to
-millions of URLs).
+The rows are the store's (:mod:`courtly.store.revisit_rows`): several processes that
+share a store (Redis fetchers; each partition with its own store) each run a lane over
+the rows of the URLs they fetch.
 """
 
 from __future__ import annotations
@@ -40,26 +43,32 @@ from courtly.archive.warc import WarcWriter, warc_date
 from courtly.changes import MAX_EVENTS, ChangeEvent, events_from_bytes, events_to_bytes
 from courtly.clock import Clock
 from courtly.config import CrawlConfig
+from courtly.errors import ConfigError
 from courtly.fetch.records import ConditionalFetcher, Fetcher, FetchResult
 from courtly.fetch.validators import Validators
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.frontier import Candidate, Frontier
-from courtly.frontier.news_lane import NEWS, news_schedule
-from courtly.frontier.records import AddStatus
+from courtly.frontier.news_lane import news_schedule
+from courtly.frontier.records import Lease
 from courtly.frontier.recrawl import DAY_S, LaneSchedule
-from courtly.frontier.revisit import Archive, Visit
+from courtly.frontier.revisit import Archive, RevisitState, Visit
 from courtly.frontier.revisit_book import RevisitBook
 from courtly.parse.content_type import is_html
 from courtly.parse.fingerprint import content_hash, hamming, simhash64
 from courtly.parse.main_text import main_text_and_title, text_digest
 from courtly.parse.near_duplicates import NearDuplicateIndex
 from courtly.store.base import FrontierStore
+from courtly.store.revisit_blob import BLOB, rows_from_blob
+from courtly.store.revisit_rows import RevisitRow, RevisitRows
 
 __all__ = ["Recrawl", "RecrawlCounts", "revisit_allowance"]
 
-_BLOB = ("recrawl", "book")
 _CHANGES = ("recrawl", "changes")
 _FEED_MAX = 256
+_POLL_S = 2.0
+"""How often the lane asks the store for the earliest due time (rows another process
+shares may have come due)."""
+_START_BATCH = 500
 
 
 def revisit_allowance(share: float, admitted: int, fetches: int, *, discovery_waiting: bool) -> int:
@@ -110,9 +119,12 @@ class Recrawl:
         rng: random.Random | None = None,
         save_every_s: float = 5.0,
     ) -> None:
+        if not isinstance(store, RevisitRows):
+            raise ConfigError(f"--recrawl: the store {type(store).__name__} keeps no recrawl rows")
         lane = _lane(config)
         self._config = config
         self._store = store
+        self.rows: RevisitRows = store
         self._frontier = frontier
         self._clock = clock
         self._share = config.recrawl_share
@@ -130,51 +142,102 @@ class Recrawl:
         self._saved_at = float("-inf")
         self.counts = RecrawlCounts()
         self.fetches = 0
+        self.pending = 0
+        """Revisits queued by this process and not fetched yet."""
         self.changes: list[ChangeEvent] = []
         self._near = NearDuplicateIndex()
         self._texts: dict[int, str] = {}  # main-text digest -> the first URL with it
+        self._unsaved: list[ChangeEvent] = []
+        self._known: dict[str, RevisitRow | None] = {}  # read at fetch, until noted
+        self._next_due: float | None = None
+        self._polled_at = float("-inf")
+
+    def _host_key(self, url: str) -> str:
+        return self._frontier.queued_url(Candidate(url), canonical=True).host_key
 
     async def start(self) -> None:
-        """Load the saved book; every fetched URL it lacks is due now."""
-        data = await self._store.get_blob(*_BLOB)
-        if data is not None:
-            self.book.load(data)
-        self.changes = events_from_bytes(await self._store.get_blob(*_CHANGES))
-        for state in self.book.states.values():
-            self._index(state.url, state.text_digest, state.simhash)
+        """Move an older crawl's blob into rows, count the rows in; every fetched
+        catalogue URL without a row is due now."""
+        store, rows = self._store, self.rows
         now = self._clock.now()
-        async for entry in self._store.catalogue():
-            if entry.status is not None and entry.skip_reason is None:
-                validators = Validators(etag=entry.etag, last_modified=entry.last_modified)
-                self.book.ensure(
-                    entry.url,
-                    entry.depth,
-                    now,
-                    status=entry.status,
-                    fetched_at=entry.fetched_at,
-                    validators=validators,
-                )
-        self._saved_at = now
+        data = await store.get_blob(*BLOB)
+        if data:
+            lanes = self.book.lanes
+            old = rows_from_blob(data, self._host_key, lambda lane: lanes[lane].max_s)
+            await rows.note_visits(old)
+            await store.put_blob(*BLOB, b"")
+            await store.flush()
+        self.changes = events_from_bytes(await store.get_blob(*_CHANGES))
+        async for row in rows.revisit_rows():
+            self.book.count(row.state)
+            self._index(row.url, row.state.text_digest, row.state.simhash)
+            if row.out:
+                self.pending += 1
+        batch: list[RevisitRow] = []
+        async for entry in store.catalogue():
+            if entry.status is None or entry.skip_reason is not None:
+                continue
+            validators = Validators(etag=entry.etag, last_modified=entry.last_modified)
+            state = RevisitState(
+                entry.url,
+                visits=1,
+                status=entry.status,
+                last_fetch_at=entry.fetched_at,
+                validators=validators,
+                next_due_at=now,
+            )
+            batch.append(RevisitRow(state, self._host_key(entry.url), entry.depth))
+            if len(batch) >= _START_BATCH:
+                await self._add_missing(batch)
+        await self._add_missing(batch)
+        await store.flush()
+        self._next_due = await rows.next_revisit_at()
+        self._saved_at = self._polled_at = now
+
+    async def _add_missing(self, batch: list[RevisitRow]) -> None:
+        """Write the rows of ``batch`` whose URL has none yet (then empty it)."""
+        if not batch:
+            return
+        known = await self.rows.revisit_states([(row.url, row.host_key) for row in batch])
+        missing = [row for row in batch if row.url not in known]
+        batch.clear()
+        if missing:
+            await self.rows.note_visits(missing)
+            for row in missing:
+                self.book.count(row.state)
 
     async def fetch(self, fetcher: Fetcher, url: str) -> FetchResult:
-        """GET ``url``, conditionally when the book has validators for it."""
-        headers = self.book.headers_for(url)
+        """GET ``url``, conditionally when its row has validators."""
+        row = (await self.rows.revisit_states([(url, self._host_key(url))])).get(url)
+        self._known[url] = row
+        headers = self.book.headers_for(row.state if row is not None else None)
         if not headers:
             return await fetcher.fetch(url)
         return await cast(ConditionalFetcher, fetcher).fetch(url, headers=headers)
 
-    def visited(
-        self, url: str, depth: int, result: FetchResult | None, warc: WarcWriter | None
+    async def visited(
+        self, lease: Lease, result: FetchResult | None, warc: WarcWriter | None
     ) -> tuple[Visit, tuple[str, int, int] | None]:
-        """Fold a fetch (``None``: no response) into the book and archive it; returns the
-        visit and the archived record's (file, offset, length)."""
+        """Fold a fetch of ``lease.url`` (``None``: no response) into its row, archive it
+        and write the row (held with the completion that follows); returns the visit
+        and the archived record's (file, offset, length)."""
+        url = lease.url
         now = self._clock.now()
-        known = self.book.state(url)
+        if url in self._known:
+            row = self._known.pop(url)
+        else:
+            row = (await self.rows.revisit_states([(url, lease.host_key)])).get(url)
+        known = row.state if row is not None else None
+        depth = row.depth if row is not None else lease.depth
+        if row is not None and row.out:
+            self.pending = max(0, self.pending - 1)
         self.fetches += 1
         if known is not None and known.visits:
             self.counts.revisits += 1
         if result is None:
-            return self.book.note(url, depth, now, status=None), None
+            visit = self.book.note(known, url, now, status=None)
+            await self._write(RevisitRow(visit.state, lease.host_key, depth))
+            return visit, None
         payload = result.raw_body if result.raw_body is not None else result.body
         digest = payload_digest(payload) if result.status != 304 else None
         text: int | None = None
@@ -187,8 +250,8 @@ class Recrawl:
             text = content_hash(result.body)  # not HTML: the bytes decide
         record_id = str(uuid.uuid4())
         visit = self.book.note(
+            known,
             url,
-            depth,
             now,
             status=result.status,
             headers=result.headers,
@@ -199,7 +262,7 @@ class Recrawl:
         )
         self._count(visit, result.status)
         if text is not None and simhash is not None:
-            self._mark_duplicates(url, text, simhash)
+            visit = self._mark_duplicates(visit, text, simhash)
         if visit.changed and known is not None:
             distance = None
             if known.simhash is not None and simhash is not None:
@@ -209,8 +272,16 @@ class Recrawl:
                 visit.state.content_bytes, distance, title,
             )  # fmt: skip
             self.changes = [*self.changes[-(MAX_EVENTS - 1) :], event]
-        position = self._archive(warc, result, visit, record_id)
+            self._unsaved.append(event)
+        visit, position = self._archive(warc, result, visit, record_id)
+        await self._write(RevisitRow(visit.state, lease.host_key, depth))
         return visit, position
+
+    async def _write(self, row: RevisitRow) -> None:
+        await self.rows.note_visits([row])
+        due = row.state.next_due_at
+        if due is not None and (self._next_due is None or due < self._next_due):
+            self._next_due = due
 
     def _index(self, url: str, text: int | None, simhash: int | None) -> None:
         if text is not None:
@@ -218,17 +289,19 @@ class Recrawl:
         if simhash is not None:
             self._near.add(url, simhash)
 
-    def _mark_duplicates(self, url: str, text: int, simhash: int) -> None:
+    def _mark_duplicates(self, visit: Visit, text: int, simhash: int) -> Visit:
         """Record ``duplicate_of`` (same main text, another URL seen first) and
         ``near_duplicate_of`` (the nearest other URL within the index's k bits)."""
+        url = visit.state.url
         first = self._texts.setdefault(text, url)
         near = self._near.find(simhash, exclude=url)
         self._near.add(url, simhash)
-        self.book.mark(
-            url,
+        state = dataclasses.replace(
+            visit.state,
             duplicate_of=first if first != url else None,
             near_duplicate_of=near[0][1] if near else None,
         )
+        return dataclasses.replace(visit, state=state)
 
     def _count(self, visit: Visit, status: int) -> None:
         if status == 304:
@@ -244,9 +317,9 @@ class Recrawl:
         result: FetchResult,
         visit: Visit,
         record_id: str,
-    ) -> tuple[str, int, int] | None:
+    ) -> tuple[Visit, tuple[str, int, int] | None]:
         if warc is None:
-            return None
+            return visit, None
         state = visit.state
         if visit.archive in (Archive.NOT_MODIFIED, Archive.IDENTICAL_DIGEST):
             ref = RevisitRef(state.warc_record_id, state.url, state.warc_date, state.body_digest)
@@ -259,53 +332,62 @@ class Recrawl:
         else:
             position = warc.write_exchange(result, record_id=record_id)
             if 200 <= result.status < 300:
-                self.book.archived(state.url, record_id, warc_date(result.started_at))
-        return (position.filename, position.offset, position.length)
+                state = dataclasses.replace(
+                    state, warc_record_id=record_id, warc_date=warc_date(result.started_at)
+                )
+                visit = dataclasses.replace(visit, state=state)
+        return visit, (position.filename, position.offset, position.length)
 
     async def feed(self, budget: BudgetConfig) -> int:
-        """Put due URLs back into the frontier (within the share); how many went in."""
+        """Have the store queue due URLs again (within the share); how many went in."""
         now = self._clock.now()
-        upcoming = self.book.next_due_at()
+        if now - self._polled_at >= _POLL_S:  # rows shared with other processes
+            self._polled_at = now
+            self._next_due = await self.rows.next_revisit_at()
+        upcoming = self._next_due
         if upcoming is None or upcoming > now:
             return 0
         counts = await self._store.counts(now)
-        discovery_waiting = counts.queued + counts.leased > len(self.book.out)
-        pending = len(self.book.out)
+        # queued again by this process and not fetched yet: in the queues still (bounds
+        # the count when other processes sharing the store fetched some of them)
+        self.pending = min(self.pending, counts.queued + counts.leased)
+        discovery_waiting = counts.queued + counts.leased > self.pending
         room = revisit_allowance(
             self._share,
-            self.counts.revisits + pending,
-            self.fetches + pending,
+            self.counts.revisits + self.pending,
+            self.fetches + self.pending,
             discovery_waiting=discovery_waiting,
         )
-        due = self.book.take_due(now, room)
-        if not due:
+        if room <= 0:
             return 0
-        queued_url = self._frontier.queued_url
         top = self._frontier.config.queues.levels - 1
-        entries = [
-            # news revisits first (level 0), ordinary ones next (level 1)
-            dataclasses.replace(
-                queued_url(Candidate(d.url, depth=d.depth, is_recrawl=True), canonical=True),
-                level=0 if d.lane == NEWS else min(1, top),
-            )
-            for d in due
-        ]
-        statuses = await self._store.revisit(entries, now, budget)
-        queued = 0
-        for item, status in zip(due, statuses, strict=True):
-            if status is AddStatus.QUEUED:
-                queued += 1
-            else:
-                self.book.give_back(item.url, now + self.book.lane.min_s)
-        return queued
+        lane = self.book.lane
+        batch = await self.rows.requeue_due(
+            now,
+            room,
+            budget,
+            levels=(0, min(1, top)),  # by lane: news revisits at level 0, ordinary at 1
+            retry_s=lane.min_s,
+            lost_after_s=lane.max_s,
+        )
+        self.pending += len(batch.queued)
+        self._next_due = batch.next_due_at
+        return len(batch.queued)
 
-    def next_due_at(self) -> float | None:
-        return self.book.next_due_at()
+    async def next_due_at(self) -> float | None:
+        return await self.rows.next_revisit_at()
 
     async def save(self, *, force: bool = False) -> None:
-        """Keep the book in the store (every ``save_every_s``, or now when ``force``)."""
+        """Add the changes seen since the last save to the store's last changes (every
+        ``save_every_s``, or now when ``force``); the rows are written with each visit.
+        The blob is read and written again, so processes sharing a store (Redis) keep
+        each other's changes (two saving at the same moment may lose one's)."""
         now = self._clock.now()
-        if force or now - self._saved_at >= self._save_every_s:
+        if self._unsaved and (force or now - self._saved_at >= self._save_every_s):
             self._saved_at = now
-            await self._store.put_blob(*_BLOB, self.book.to_bytes())
-            await self._store.put_blob(*_CHANGES, events_to_bytes(self.changes))
+            stored = events_from_bytes(await self._store.get_blob(*_CHANGES))
+            known = {(e.url, e.at) for e in stored}
+            fresh = [e for e in self._unsaved if (e.url, e.at) not in known]
+            merged = sorted([*stored, *fresh], key=lambda e: e.at)[-MAX_EVENTS:]
+            self._unsaved.clear()
+            await self._store.put_blob(*_CHANGES, events_to_bytes(merged))

@@ -196,16 +196,6 @@ CASES: tuple[Case, ...] = (
         (*CRAWL, "--recrawl", "--recrawl-min-interval", "60", "--recrawl-max-interval", "10", SEED),
         r"--recrawl-max-interval \(10 s\) must not be below",
     ),
-    Case(
-        "--recrawl with a Redis store",
-        (*CRAWL, "--recrawl", "--store", "redis://127.0.0.1:1", "--crawl-name", "c", SEED),
-        r"--recrawl needs one process .* and a memory or SQLite store",
-    ),
-    Case(
-        "--recrawl with --processes 2",
-        (*CRAWL, "--recrawl", "--processes", "2", SEED),
-        r"--recrawl needs one process",
-    ),
     # -- config files
     Case("a missing --config", (*CRAWL, "--config", "nope.toml", SEED), r"cannot read config"),
     _in_toml("a TOML syntax error", "[crawl\n", r"cannot read config file crawl.toml"),

@@ -21,7 +21,10 @@ from courtly.clock import FakeClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, Page
 from courtly.fetch.memory import MemoryFetcher, Reply
+from courtly.frontier.config import QueueConfig
+from courtly.frontier.revisit import RevisitState
 from courtly.sandbox.changing import ChangingPage, ChangingSite, SiteRequest
+from courtly.store.revisit_rows import RevisitRow
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
 ORIGIN = "http://watch.test"
@@ -58,6 +61,17 @@ def recrawl_config(state: Path, **overrides: Any) -> CrawlConfig:
     }
     values.update(overrides)
     return CrawlConfig(**values)
+
+
+def states_of(crawler: Crawler) -> dict[str, RevisitState]:
+    """Every recrawl row's state in the crawl's (memory) store, by URL."""
+    recrawl = crawler.recrawl
+    assert recrawl is not None
+
+    async def read() -> dict[str, RevisitState]:
+        return {row.url: row.state async for row in recrawl.rows.revisit_rows()}
+
+    return asyncio.run(read())
 
 
 def run_recrawl(
@@ -121,11 +135,10 @@ def test_a_recrawl_revisits_politely_gets_304s_and_refetches_changes(tmp_path: P
     assert all("If-None-Match" not in r.headers for r in liar[-5:])
 
     # Noise in the template is not a change; real changes are counted.
-    book = crawler.recrawl
-    assert book is not None
-    assert book.book.states[ORIGIN + "/ticker"].changes == 0
-    assert book.book.states[ORIGIN + "/plain"].changes == 0
-    assert book.book.states[ORIGIN + "/fast"].changes >= len(fetched_versions) - 2
+    states = states_of(crawler)
+    assert states[ORIGIN + "/ticker"].changes == 0
+    assert states[ORIGIN + "/plain"].changes == 0
+    assert states[ORIGIN + "/fast"].changes >= len(fetched_versions) - 2
 
 
 def test_the_warc_holds_both_revisit_profiles(tmp_path: Path) -> None:
@@ -233,8 +246,7 @@ def test_news_pages_get_their_own_lane_below_the_ordinary_floor(tmp_path: Path) 
     fetcher = MemoryFetcher(lambda url: 404, clock, conditional=site)
     crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
     asyncio.run(crawler.run())
-    assert crawler.recrawl is not None
-    states = crawler.recrawl.book.states
+    states = states_of(crawler)
     assert states[ORIGIN + "/hub"].lane == 0 and states[ORIGIN + "/busy"].lane == 0
     assert states[ORIGIN + "/calm"].lane == 1
 
@@ -280,8 +292,7 @@ def test_duplicates_across_urls_are_recorded(tmp_path: Path) -> None:
     clock_start = clock.now()
     crawler = Crawler(config, clock=clock, fetcher=MemoryFetcher(answer, clock), on_page=on_page)
     asyncio.run(crawler.run())
-    assert crawler.recrawl is not None
-    states = crawler.recrawl.book.states
+    states = states_of(crawler)
     marked = {u: (states[u].duplicate_of, states[u].near_duplicate_of) for u in states}
     a, b = "http://dup.test/a", "http://dup.test/b"
     # /a and /b share their main text: the one fetched later is an exact duplicate
@@ -290,3 +301,108 @@ def test_duplicates_across_urls_are_recorded(tmp_path: Path) -> None:
     assert marked["http://dup.test/c"][0] is None
     assert marked["http://dup.test/c"][1] in {"http://dup.test/a", "http://dup.test/b"}
     assert marked["http://dup.test/d"] == (None, None)
+
+
+def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> None:
+    """A state file of version 5 with its revisit book in a blob, resumed with --recrawl:
+    the migration adds the rows' table, the crawl moves the book into it and empties the
+    blob, and the history carries on (visits counted on, validators sent)."""
+    import json
+    import sqlite3
+
+    from courtly.state_dir import STATE_FILE
+    from courtly.store.sqlite import SqliteStore
+
+    clock = FakeClock()
+    state = tmp_path / "state"
+    run_recrawl(state, recrawl=False, store="sqlite", clock=clock)
+    still = ORIGIN + "/still"
+    book = {
+        "format": 1,
+        "mu": {"0": 1.0, "1": 1.0},
+        "states": [
+            {
+                "url": still,
+                "lane": 1,
+                "visits": 9,
+                "comparisons": 8,
+                "changes": 0,
+                "unchanged_s": 400.0,
+                "changed_ring": [],
+                "lm_changes": 0,
+                "lm_observed_s": 0.0,
+                "validators": {"etag": '"/still-0"', "last_modified": None},
+                "status": 200,
+                "body_digest": "sha1:X",
+                "text_digest": 5,
+                "simhash": 7,
+                "content_bytes": 10,
+                "last_fetch_at": clock.now() - 10,
+                "last_change_at": None,
+                "change_rate_per_s": 0.0,
+                "interval_s": MIN_S,
+                "floor_streak": 0,
+                "next_due_at": clock.now(),
+                "warc_record_id": None,
+                "warc_date": None,
+                "duplicate_of": None,
+                "near_duplicate_of": None,
+                "depth": 1,
+                "out": False,
+            }
+        ],
+    }
+    conn = sqlite3.connect(state / STATE_FILE)
+    conn.execute("DROP TABLE revisit")  # as version 5 wrote it
+    conn.execute("PRAGMA user_version = 5")
+    conn.execute("INSERT INTO blobs VALUES ('recrawl', 'book', ?)", (json.dumps(book).encode(),))
+    conn.commit()
+    conn.close()
+    clock.advance(60.0)
+    second, _, _ = run_recrawl(state, store="sqlite", clock=clock)
+    first_still = next(r for r in second.log if r.url == still)
+    assert first_still.headers.get("If-None-Match") == '"/still-0"'
+
+    async def read() -> tuple[dict[str, RevisitRow], bytes | None, int]:
+        store = SqliteStore(state / STATE_FILE, QueueConfig())
+        try:
+            rows = await store.revisit_states([(still, "watch.test")])
+            return (
+                rows,
+                await store.get_blob("recrawl", "book"),
+                len([r async for r in store.revisit_rows()]),
+            )
+        finally:
+            await store.aclose()
+
+    rows, blob, count = asyncio.run(read())
+    assert not blob
+    assert count >= len(PAGES)
+    revisits = sum(1 for r in second.log if r.url == still)
+    assert rows[still].state.visits == 9 + revisits
+    assert rows[still].state.changes == 0
+
+
+def test_the_export_carries_each_urls_recrawl_fields(tmp_path: Path) -> None:
+    import json
+
+    from click.testing import CliRunner
+
+    from courtly.cli import main as cli_main
+
+    state = tmp_path / "state"
+    run_recrawl(state, store="sqlite")
+    result = CliRunner().invoke(cli_main, ["export", "--state", str(state)])
+    assert result.exit_code == 0, result.output
+    lines = {
+        line["url"]: line
+        for line in map(json.loads, result.stdout.splitlines())
+        if line.get("status") is not None
+    }
+    still, fast = lines[ORIGIN + "/still"]["recrawl"], lines[ORIGIN + "/fast"]["recrawl"]
+    assert still["visits"] > 10 and still["changes"] == 0 and still["etag"] == '"/still-0"'
+    assert not still["etag_unreliable"] and still["next_due_at"] is not None
+    assert fast["changes"] >= 10 and fast["last_change_at"] is not None
+    assert fast["changed_intervals_s"] and len(fast["simhash"]) == 16
+    assert lines[ORIGIN + "/tags"]["recrawl"]["etag_unreliable"]
+    assert lines[ORIGIN + "/lmnow"]["recrawl"]["lm_unreliable"]

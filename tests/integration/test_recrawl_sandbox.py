@@ -22,12 +22,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import CliRunner
+from tests.redis_servers import delete_crawl, have_redis_server, new_crawl_name, standalone_url
 
 from courtly.cli import main as cli_main
+from courtly.cli import run_async
 from courtly.clock import SystemClock
 from courtly.sandbox import SandboxSpec, audit
 from courtly.sandbox.changing import ChangingPage, ChangingSite
 from courtly.sandbox.world import SandboxWorld
+from courtly.store.redis.address import connect
 
 if TYPE_CHECKING:
     from tests.integration.conftest import MIN_DELAY_S, PER_IP, UA, LiveWeb
@@ -44,9 +47,14 @@ PAGES = (
 _WAIT_S = 60.0
 
 
+@pytest.mark.parametrize("how", ["one-process", "partitioned", "redis"])
 def test_recrawl_on_the_sandbox_is_polite_gets_304s_and_refetches_changes(
-    tmp_path: Path,
+    tmp_path: Path, how: str
 ) -> None:
+    """The same watch over one process, two partitions (the changing host is one's), and
+    two fetchers sharing a Redis crawl (its rows and due sets in Redis)."""
+    if how == "redis" and not have_redis_server():
+        pytest.skip("redis-server is not installed")
     spec = SandboxSpec.small()
     probe = SandboxWorld(spec, 1)
     host = next(h.name for h in probe.layout.hosts if h.robots_variant == "missing" and not h.dead)
@@ -58,18 +66,31 @@ def test_recrawl_on_the_sandbox_is_polite_gets_304s_and_refetches_changes(
         state = tmp_path / "state"
         command = [
             sys.executable, "-m", "courtly", "crawl", *seeds,
-            "--state", str(state), "--user-agent", UA,
+            "--user-agent", UA,
             "--hosts-file", str(web.server.hosts_file), "--allow-private-networks",
             "--min-delay", str(MIN_DELAY_S), "--per-ip", str(PER_IP), "--scope", "host",
             "--max-depth", "0", "--recrawl", "--recrawl-min-interval", "0.5",
             "--recrawl-max-interval", "4", "--max-time", str(_WAIT_S), "-q",
         ]  # fmt: skip
-        crawl = subprocess.Popen(command, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        states = [state]
+        shared: list[str] = []
+        if how == "one-process":
+            command += ["--processes", "1"]
+        elif how == "partitioned":
+            command += ["--processes", "2"]
+        else:
+            shared = ["--store", standalone_url(), "--crawl-name", new_crawl_name()]
+            command += shared
+            states.append(tmp_path / "state2")
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        crawls = [subprocess.Popen([*command, "--state", str(s)], env=env) for s in states]
         try:
-            _wait_for(lambda: _enough(site), crawl, _WAIT_S)
+            _wait_for(lambda: _enough(site), crawls, _WAIT_S)
         finally:
-            crawl.send_signal(signal.SIGINT)
-            crawl.wait(timeout=30)
+            for crawl in crawls:
+                crawl.send_signal(signal.SIGINT)
+            for crawl in crawls:
+                crawl.wait(timeout=30)
     finally:
         records = web.records()
     report = audit(records, spec_or_truth=spec, min_delay_s=MIN_DELAY_S, per_ip_cap=PER_IP)
@@ -81,16 +102,25 @@ def test_recrawl_on_the_sandbox_is_polite_gets_304s_and_refetches_changes(
     assert "If-None-Match" not in tags[-1].headers  # a new ETag every time: no longer sent
 
     # The seeds' small crawler: `courtly crawl --recrawl` over a list, then `courtly changes`.
-    listed = CliRunner().invoke(cli_main, ["changes", "--state", str(state)])
+    where = shared or ["--state", str(state)]
+    listed = CliRunner().invoke(cli_main, ["changes", *where])
     assert listed.exit_code == 0, listed.output
     events = [json.loads(line) for line in listed.stdout.splitlines()]
     assert events and {e["url"].rsplit("/", 1)[1] for e in events} == {"fast"}
     assert all(e["status_before"] == e["status"] == 200 for e in events)
     assert all(e["simhash_distance"] is not None and e["title"] is None for e in events)
-    later = CliRunner().invoke(
-        cli_main, ["changes", "--state", str(state), "--since", str(events[-1]["at"])]
-    )
+    later = CliRunner().invoke(cli_main, ["changes", *where, "--since", str(events[-1]["at"])])
     assert later.exit_code == 0 and len(later.stdout.splitlines()) >= 1
+    if shared:
+        run_async(_drop(shared[1], shared[3]))
+
+
+async def _drop(url: str, crawl: str) -> None:
+    client = connect(url)
+    try:
+        await delete_crawl(client, crawl)
+    finally:
+        await client.aclose()
 
 
 def _enough(site: ChangingSite) -> bool:
@@ -104,8 +134,14 @@ def _enough(site: ChangingSite) -> bool:
     return len(versions) >= 3 and not_modified >= 2 and tags >= 4
 
 
-def _wait_for(done: Callable[[], bool], process: subprocess.Popen[bytes], limit_s: float) -> None:
-    """Poll the site's log (evidence, not time) until ``done`` or the crawl exits."""
+def _wait_for(
+    done: Callable[[], bool], processes: list[subprocess.Popen[bytes]], limit_s: float
+) -> None:
+    """Poll the site's log (evidence, not time) until ``done`` or a crawl exits."""
     deadline = time.monotonic() + limit_s
-    while not done() and process.poll() is None and time.monotonic() < deadline:
+
+    def running() -> bool:
+        return all(p.poll() is None for p in processes)
+
+    while not done() and running() and time.monotonic() < deadline:
         time.sleep(0.2)

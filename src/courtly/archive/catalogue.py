@@ -20,7 +20,7 @@ refused, ``robots_unreachable`` for a host whose robots.txt could not be read.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields
 from typing import TextIO
 
@@ -115,11 +115,19 @@ class CatalogueEntry:
         return out
 
 
-def export_jsonl(entries: Iterable[CatalogueEntry], out: TextIO) -> int:
-    """Write one JSON object per line to ``out`` (text, ``\\n`` endings); return the count."""
+def export_jsonl(
+    entries: Iterable[CatalogueEntry],
+    out: TextIO,
+    extra: Mapping[str, Mapping[str, object]] | None = None,
+) -> int:
+    """Write one JSON object per line to ``out`` (text, ``\\n`` endings); return the count.
+    ``extra`` maps a URL to more keys for its line (``recrawl``: the URL's recrawl row)."""
     count = 0
     for entry in entries:
-        out.write(json.dumps(entry.to_json_dict(), ensure_ascii=False, separators=(",", ":")))
+        data = entry.to_json_dict()
+        if extra is not None and entry.url in extra:
+            data.update(extra[entry.url])
+        out.write(json.dumps(data, ensure_ascii=False, separators=(",", ":")))
         out.write("\n")
         count += 1
     return count

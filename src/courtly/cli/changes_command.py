@@ -2,47 +2,64 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from courtly.cli.failures import expected_errors
-from courtly.cli.state_access import open_existing
+from courtly.cli.state_access import CRAWL_NAME, SHARED_STORE, STATE_DIR, open_existing, open_shared
 from courtly.errors import ConfigError
 from courtly.event_loop import run_async
+from courtly.parallel import state_dirs
+
+if TYPE_CHECKING:
+    from courtly.changes import ChangeEvent
 
 __all__ = ["changes"]
 
 
 @click.command()
-@click.option(
-    "--state",
-    "state_dir",
-    type=click.Path(path_type=Path, file_okay=False, exists=True),
-    required=True,
-    help="The state directory of a crawl run with --recrawl.",
-)
+@STATE_DIR
+@SHARED_STORE
+@CRAWL_NAME
 @click.option("--since", help="Only changes at or after TIME (epoch seconds or ISO 8601, UTC).")
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
-def changes(state_dir: Path, since: str | None, fmt: str) -> None:
+def changes(
+    state_dir: Path | None, store: str | None, crawl_name: str | None, since: str | None, fmt: str
+) -> None:
     """What changed: one JSON line per revisit that found a page changed (URL, when,
-    status and size before and after, SimHash distance, title); see docs/recrawl.md."""
+    status and size before and after, SimHash distance, title), of the crawl in --state
+    DIR (every partition) or of the shared crawl --crawl-name in a Redis --store; see
+    docs/recrawl.md."""
     from courtly.changes import events_from_bytes, export_jsonl, parse_since
 
+    shared = open_shared(store, crawl_name)
+    if shared is None and state_dir is None:
+        raise click.UsageError("--state DIR (or --store URL --crawl-name NAME) is required")
     with expected_errors():
         try:
             since_at = parse_since(since) if since is not None else None
         except ValueError as error:
             raise ConfigError(str(error)) from None
 
-        async def read() -> bytes | None:
-            store = open_existing(state_dir)
-            try:
-                data: bytes | None = await store.get_blob("recrawl", "changes")
-                return data
-            finally:
-                await store.aclose()
+        async def read() -> list[ChangeEvent]:
+            if shared is not None:
+                openers: list[Callable[[], Any]] = [lambda: shared]
+            else:
+                assert state_dir is not None  # a partitioned crawl: each partition's
+                openers = [functools.partial(open_existing, d) for d in state_dirs(state_dir)]
+            events: list[ChangeEvent] = []
+            for open_one in openers:
+                opened = open_one()
+                try:
+                    events.extend(events_from_bytes(await opened.get_blob("recrawl", "changes")))
+                finally:
+                    await opened.aclose()
+            return sorted(events, key=lambda event: event.at)
 
-        count = export_jsonl(events_from_bytes(run_async(read())), sys.stdout, since=since_at)
+        count = export_jsonl(run_async(read()), sys.stdout, since=since_at)
     click.echo(f"{count} changes", err=True)

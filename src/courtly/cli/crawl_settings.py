@@ -51,7 +51,7 @@ def build_config(
             "e.g. 'mybot/1.0 (+https://example.org/bot)'"
         )
     config = CrawlConfig(**values)
-    if "processes" not in values and not is_redis_url(config.store) and not config.recrawl:
+    if "processes" not in values and not is_redis_url(config.store):
         processes = default_processes(config.state_dir, config.per_ip)
         config = dataclasses.replace(config, processes=processes)
     return config

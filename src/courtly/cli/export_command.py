@@ -20,6 +20,18 @@ from courtly.state_dir import STATE_FILE, check_writable
 __all__ = ["export"]
 
 
+async def recrawl_of(store: Any, entries: list[Any]) -> dict[str, dict[str, object]] | None:
+    """The ``recrawl`` key of the lines of ``entries`` that have a recrawl row (looked up
+    by their host: with another politeness unit, a Redis crawl's rows are not found)."""
+    from courtly.store.revisit_rows import RevisitRows, export_fields
+    from courtly.url.host import host_of
+
+    if not isinstance(store, RevisitRows) or not entries:
+        return None
+    rows = await store.revisit_states([(e.url, host_of(e.url)) for e in entries])
+    return {url: {"recrawl": export_fields(row)} for url, row in rows.items()}
+
+
 @click.command()
 @STATE_DIR
 @SHARED_STORE
@@ -65,9 +77,9 @@ def export(
                 async for entry in opened.catalogue():
                     batch.append(entry)
                     if len(batch) >= 1000:
-                        count += export_jsonl(batch, out)
+                        count += export_jsonl(batch, out, await recrawl_of(opened, batch))
                         batch.clear()
-                count += export_jsonl(batch, out)
+                count += export_jsonl(batch, out, await recrawl_of(opened, batch))
             finally:
                 await opened.aclose()
         return count

@@ -109,7 +109,8 @@ class CrawlConfig:
     recrawl: bool = False
     """Keep going: every fetched URL gets a next due time and is fetched again
     (conditionally) when due; the crawl then ends only by a signal or ``max_time_s``
-    (docs/recrawl.md). One process, memory or SQLite store."""
+    (docs/recrawl.md). Every store; partitioned crawls too (each partition revisits its
+    own hosts)."""
     recrawl_share: float = 0.5
     """While discovery work is queued, revisits take at most this share of the fetches."""
     recrawl_min_interval_s: float = 3_600.0
@@ -148,12 +149,6 @@ class CrawlConfig:
             raise ConfigError(
                 "with a Redis store, start one courtly crawl per process (--processes 1): "
                 "they join the same crawl"
-            )
-        if self.recrawl and (is_redis_url(self.store) or self.processes > 1):
-            raise ConfigError(
-                "--recrawl needs one process (--processes 1) and a memory or SQLite store: "
-                "its revisit schedule lives in one process, not yet shared between Redis "
-                "fetchers or partitions"
             )
         for pattern in self.news:
             try:

@@ -107,7 +107,7 @@ class PagePipeline:
         publish(FetchDone(result.ended_at, host_key, status, None, result.elapsed_s, raw_size))
         visit = None
         if recrawl is not None:
-            visit, position = recrawl.visited(lease.url, lease.depth, result, self.warc)
+            visit, position = await recrawl.visited(lease, result, self.warc)
             await recrawl.save()
         else:
             position = self.archive(result)
@@ -197,7 +197,7 @@ class PagePipeline:
     async def _failed(self, lease: Lease, error: FetchError, crawl_delay: float | None) -> None:
         """No response: retried while attempts are left, else catalogued as failed."""
         if self._recrawl is not None:
-            self._recrawl.visited(lease.url, lease.depth, None, None)
+            await self._recrawl.visited(lease, None, None)
         now = self._clock.now()
         self._events.publish(
             FetchDone(now, lease.host_key, None, error.kind, now - lease.leased_at, 0)

@@ -171,6 +171,7 @@ class HostPartition:
         snapshot = await crawler.snapshot()
         counts = snapshot.counts
         idle = snapshot.in_flight == 0 and counts.queued == 0 and counts.leased == 0
+        idle = idle and crawler.recrawl is None  # a recrawl ends only by a signal or --max-time
         consumed = tuple(self.inbox.consumed) if self.inbox else (0,) * self.processes
         return PartitionStatus(
             self.index, round_, idle, tuple(self.outbox.written), consumed, snapshot

@@ -10,7 +10,11 @@ validator behaviour (:data:`BEHAVIOURS`):
 * ``lm_now`` — Last-Modified is always "now", no ETag;
 * ``lying_304`` — ETag fixed forever and a 304 for it even after the content changed;
 * ``clock_footer`` — no validators and a footer clock that changes every second: the
-  bytes change on every fetch, the main text only per version.
+  bytes change on every fetch, the main text only per version;
+* ``hub`` — a news hub with honest validators: version ``n`` publishes article
+  ``<path>/<n>`` (an honest page that never changes) and the hub links the latest
+  :data:`HUB_LINKS` articles, so each new article's publication time is known
+  (:meth:`ChangingSite.changed_at`) and its fetch lag can be audited.
 
 Every request is appended to :attr:`ChangingSite.log` (time, URL, request headers,
 status), which the tests audit: politeness gaps, the 304 share, refetch lags. Calling
@@ -30,9 +34,12 @@ from urllib.parse import urlsplit
 
 from courtly.clock import Clock
 
-__all__ = ["BEHAVIOURS", "ChangingPage", "ChangingSite", "SiteRequest"]
+__all__ = ["BEHAVIOURS", "HUB_LINKS", "ChangingPage", "ChangingSite", "SiteRequest"]
 
-BEHAVIOURS = ("honest", "none", "etag_per_response", "lm_now", "lying_304", "clock_footer")
+BEHAVIOURS = (
+    "honest", "none", "etag_per_response", "lm_now", "lying_304", "clock_footer", "hub",
+)  # fmt: skip
+HUB_LINKS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,8 +102,24 @@ class ChangingSite:
         return reply
 
     def page(self, path: str) -> ChangingPage | None:
-        """The page at ``path``, if it is one of this site's."""
-        return next((p for p in self.pages if p.path == path), None)
+        """The page at ``path``, if it is one of this site's (a hub's article once it is
+        published: a page that never changes)."""
+        found = next((p for p in self.pages if p.path == path), None)
+        if found is not None:
+            return found
+        hub_path, _, number = path.rpartition("/")
+        hub = next((p for p in self.pages if p.path == hub_path and p.behaviour == "hub"), None)
+        if hub is None or not number.isdigit():
+            return None
+        if int(number) > self.version(hub, self.clock.now()):
+            return None
+        return ChangingPage(path, 1e12)  # never changes
+
+    def article(self, url: str) -> tuple[ChangingPage, int] | None:
+        """The hub and number of an article URL of this site, if it is one."""
+        hub_path, _, number = (urlsplit(url).path or "/").rpartition("/")
+        hub = next((p for p in self.pages if p.path == hub_path and p.behaviour == "hub"), None)
+        return (hub, int(number)) if hub is not None and number.isdigit() else None
 
     def answer(
         self, path: str, headers: Mapping[str, str], url: str | None = None
@@ -136,9 +159,19 @@ class ChangingSite:
             out.append(("ETag", '"forever"'))
             if headers.get("If-None-Match") == '"forever"':
                 return 304, out, b""
+        if behaviour == "hub":
+            out += [("ETag", etag), ("Last-Modified", modified)]
+            if headers.get("If-None-Match") == etag or (
+                "If-None-Match" not in headers and headers.get("If-Modified-Since") == modified
+            ):
+                return 304, out, b""
         footer = f"<footer>now {now:.3f}</footer>" if behaviour == "clock_footer" else ""
+        links = ""
+        if behaviour == "hub":
+            latest = range(version, max(-1, version - HUB_LINKS), -1)
+            links = "".join(f'<a href="{page.path}/{n}">article {n}</a>' for n in latest)
         body = (
-            f"<html><body><main><h1>{page.path}</h1><p>version {version}</p></main>"
+            f"<html><body><main><h1>{page.path}</h1><p>version {version}</p>{links}</main>"
             f"{footer}</body></html>"
         ).encode()
         return 200, out, body

@@ -14,7 +14,8 @@ keeps its rows:
   would double the bytes per queued URL);
 * **host rows**: ``host_key -> HostRow`` (politeness state and queued count),
   kept for every host seen;
-* **seen-set**, **catalogue** and **blobs**: a :class:`SeenSet` and dicts.
+* **seen-set**, **catalogue** and **blobs**: a :class:`SeenSet` and dicts;
+* **recrawl rows** (:mod:`courtly.store.revisit_rows`): a dict and a due heap.
 
 Every step runs to its end without awaiting, so each is atomic; nothing is
 durable.
@@ -34,6 +35,8 @@ from courtly.frontier.front import FrontQueues
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 from courtly.frontier.seen import ExactSeenSet, SeenSet
 from courtly.store.base import LeaseBatch
+from courtly.store.revisit_memory import MemoryRevisitRows
+from courtly.store.revisit_rows import DueBatch, RevisitRow, requeue
 from courtly.store.scheduler import HostRow, Scheduler, back_ranks
 
 __all__ = ["MemoryStore"]
@@ -177,6 +180,7 @@ class MemoryStore:
         )
         self._sched = Scheduler(self._rows, cfg)
         self._blobs: dict[tuple[str, str], bytes] = {}
+        self._revisits = MemoryRevisitRows()
 
     async def add(
         self, entries: Sequence[QueuedUrl], now_at: float, budget: BudgetConfig
@@ -230,6 +234,38 @@ class MemoryStore:
 
     async def put_blob(self, namespace: str, key: str, value: bytes) -> None:
         self._blobs[(namespace, key)] = bytes(value)
+
+    async def revisit_states(self, keys: Sequence[tuple[str, str]]) -> dict[str, RevisitRow]:
+        rows = self._revisits.rows
+        return {url: rows[url] for url, _ in keys if url in rows}
+
+    async def note_visits(self, rows: Sequence[RevisitRow]) -> None:
+        for row in rows:
+            self._revisits.put(row)
+
+    async def requeue_due(
+        self,
+        now_at: float,
+        limit: int,
+        budget: BudgetConfig,
+        *,
+        levels: Sequence[int],
+        retry_s: float,
+        lost_after_s: float,
+    ) -> DueBatch:
+        rows = self._revisits
+        queued, refused = requeue(
+            rows, self._sched, now_at, limit, budget,
+            levels=levels, retry_s=retry_s, lost_after_s=lost_after_s,
+        )  # fmt: skip
+        return DueBatch(queued, refused, rows.next_due_at())
+
+    async def next_revisit_at(self) -> float | None:
+        return self._revisits.next_due_at()
+
+    async def revisit_rows(self) -> AsyncIterator[RevisitRow]:
+        for row in list(self._revisits.rows.values()):
+            yield row
 
     def queued_of(self, host_key: str) -> int | None:
         """URLs queued for a host, from the rows in memory (no I/O; ``None`` if not cached).

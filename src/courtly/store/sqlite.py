@@ -78,6 +78,8 @@ from courtly.frontier.records import (
 )
 from courtly.frontier.seen import BloomSeenSet
 from courtly.store.base import LeaseBatch
+from courtly.store.revisit_rows import DueBatch, RevisitRow, requeue
+from courtly.store.revisit_sqlite import SqliteRevisitRows
 from courtly.store.scheduler import HostRow, Scheduler
 from courtly.store.sqlite_schema import open_database
 
@@ -497,6 +499,7 @@ class SqliteStore:
         self._db = open_database(self._path, synchronous=synchronous, cache_bytes=cache_bytes)
         self._in_tx = False
         self._ops = 0
+        self._hold = False
         self._timer: asyncio.TimerHandle | None = None
         self._broken: BaseException | None = None
         self._closed = False
@@ -592,6 +595,50 @@ class SqliteStore:
                 (namespace, key, bytes(value)),
             )
 
+    # -- recrawl rows (courtly.store.revisit_rows) --
+
+    async def revisit_states(self, keys: Sequence[tuple[str, str]]) -> dict[str, RevisitRow]:
+        with self._step(None):
+            return self._revisits.get([url for url, _ in keys])
+
+    async def note_visits(self, rows: Sequence[RevisitRow]) -> None:
+        with self._step(None):
+            self._revisits.put(rows)
+            self._hold = True  # committed with the next step: the page's completion
+
+    async def requeue_due(
+        self,
+        now_at: float,
+        limit: int,
+        budget: BudgetConfig,
+        *,
+        levels: Sequence[int],
+        retry_s: float,
+        lost_after_s: float,
+    ) -> DueBatch:
+        with self._step(now_at):
+            rows = self._revisits
+            queued, refused = requeue(
+                rows, self._sched, now_at, limit, budget,
+                levels=levels, retry_s=retry_s, lost_after_s=lost_after_s,
+            )  # fmt: skip
+            return DueBatch(queued, refused, rows.next_due_at())
+
+    async def next_revisit_at(self) -> float | None:
+        with self._step(None):
+            return self._revisits.next_due_at()
+
+    async def revisit_rows(self) -> AsyncIterator[RevisitRow]:
+        after = ""
+        while True:
+            with self._step(None):
+                page = self._revisits.page(after)
+            for row in page:
+                yield row
+            if not page:
+                return
+            after = page[-1].url
+
     def queued_of(self, host_key: str) -> int | None:
         """URLs queued for a host, from the rows in memory (no I/O; ``None`` if not cached).
         For the dashboard's top-N table: see :class:`courtly.store.base.QueuedCounts`."""
@@ -647,10 +694,11 @@ class SqliteStore:
             raise StateError(f"{self._path}: the store failed earlier ({self._broken})")
         if now_at is not None and self._floor_pending:
             self._apply_resume_floor(now_at)
+        self._hold = False  # a noted visit's hold ends with this step
         try:
             yield
             self._rows.write_pending()
-            if self._in_tx:
+            if self._in_tx and not self._hold:
                 if self._ops >= self._commit_max_ops or self._commit_interval_s == 0:
                     self._commit()
                 elif self._timer is None:
@@ -680,11 +728,17 @@ class SqliteStore:
         self._db.execute("COMMIT")
         self._in_tx = False
         self._ops = 0
+        self._hold = False
         rows.evict_hosts(self._host_cache_size, self._sched.holds)
 
     def _on_timer(self) -> None:
         self._timer = None
         if self._closed or self._broken is not None:
+            return
+        if self._hold:  # a noted visit waits for its completion: commit them together
+            self._timer = asyncio.get_running_loop().call_later(
+                self._commit_interval_s, self._on_timer
+            )
             return
         try:
             self._commit()
@@ -768,6 +822,7 @@ class SqliteStore:
             int(meta.get("next_front_id", 0)),
         )
         sched = self._sched = Scheduler(rows, self._cfg)
+        self._revisits = SqliteRevisitRows(db, self._write)
         self._token_ceiling = int(meta.get("token_ceiling", 0))
         sched.token = self._token_ceiling
         sched.requests_made = int(meta.get("requests_made", 0))

@@ -17,7 +17,8 @@ complete schema: an existing file is never re-created, whatever is in it.
 
 Tables (version 1; version 2 adds ``catalogue.fail_reason``, version 3
 ``back.attempts``, version 4 ``hosts.delay_source`` and ``hosts.last_status``,
-version 5 ``back.rank`` and the ``back_order`` index):
+version 5 ``back.rank`` and the ``back_order`` index, version 6 the ``revisit`` table
+and its ``revisit_due`` index):
 
 ``meta``       key/value: counters, the token ceiling, the Bloom checkpoint;
 ``front``      front queues, ``(level, id)`` ordered: FIFO per level;
@@ -25,7 +26,9 @@ version 5 ``back.rank`` and the ``back_order`` index):
 ``hosts``      per-host politeness state and the number of queued URLs;
 ``seen_tail``  URLs added to the seen-set since its last checkpoint;
 ``catalogue``  one row per URL, ``seq`` keeps the order first written;
-``blobs``      small opaque values by ``(namespace, key)``.
+``blobs``      small opaque values by ``(namespace, key)``;
+``revisit``    a ``--recrawl`` crawl's per-URL history and next due time
+               (:mod:`courtly.store.revisit_sqlite`).
 """
 
 from __future__ import annotations
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from courtly.errors import StateError, StateLocked
+from courtly.store.revisit_sqlite import REVISIT_TABLE
 
 __all__ = [
     "APPLICATION_ID",
@@ -50,7 +54,7 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 5
+SCHEMA_VERSION: Final = 6
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -80,11 +84,21 @@ def _v4_to_v5(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX back_order ON back (host_key, rank, seq)")
 
 
+def _v5_to_v6(conn: sqlite3.Connection) -> None:
+    """Version 6: the recrawl rows (one per URL of a ``--recrawl`` crawl) and their due
+    index. A crawl's older revisit blob is moved into them when it resumes with
+    ``--recrawl`` (it needs the crawl's host keys)."""
+    for statement in REVISIT_TABLE.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 MIGRATIONS: Final[Mapping[int, Migration]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
     4: _v4_to_v5,
+    5: _v5_to_v6,
 }
 """``from_version -> migration`` to ``from_version + 1``."""
 

@@ -65,6 +65,7 @@ from courtly.store.redis.codec import (
     url_authority,
 )
 from courtly.store.redis.ip_gate import RedisIpGate
+from courtly.store.redis.revisits import RevisitSeam
 from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_text
 
 __all__ = ["RedisLayout", "RedisStore"]
@@ -99,7 +100,9 @@ class SlotMoving(Exception):
 _FENCED: Final = b"fenced"
 _UNREPLICATED_S: Final = 30.0
 """How long the store stops waiting on a master whose WAIT came back short."""
-_WRITES: Final = frozenset(("add", "complete", "fence", "lease", "record", "release", "revisit"))
+_WRITES: Final = frozenset(
+    ("add", "complete", "due", "fence", "lease", "note", "record", "release", "revisit")
+)
 """The shard scripts that write (``replica_acks`` waits after each)."""
 _MOVING: Final = [b"moving"]
 _NO_STATE: Final = ("", "", "", "", "0")
@@ -157,7 +160,7 @@ class _Reply:
         return self.rest == [_FENCED]
 
 
-class RedisStore:
+class RedisStore(RevisitSeam):
     """A :class:`~courtly.store.base.FrontierStore` in Redis (see the module doc).
 
     ``client`` is a ``redis.asyncio.Redis`` or ``redis.asyncio.cluster.RedisCluster``
