@@ -188,6 +188,100 @@ def measure(
     return figures
 
 
+STAGES = (
+    "start_lag",
+    "start_lag_pump",
+    "start_lag_lease",
+    "start_lag_engine",
+    "start_lag_downloader",
+)
+"""The add-on's own start-lag figures (``courtly/<stage>_<q>_ms``) the summary keeps."""
+
+
+def run_scenario(
+    name: str,
+    scenario: Scenario,
+    crawlers: Sequence[str],
+    seconds: float,
+    workdir: Path,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """Every crawler once on a fresh copy of ``scenario``'s web."""
+    out: dict[str, Any] = {"hosts": scenario.spec.n_hosts, "min_delay_s": scenario.min_delay_s}
+    for crawler in crawlers:
+        print(f"[{name}] {crawler}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
+        figures = measure(
+            crawler, scenario, seconds, workdir, args.addon_set, args.py_spy, args.baseline_src
+        )
+        out[crawler] = figures
+        own = figures.get("courtly_stats", {})
+        stages = " ".join(
+            f"{stage.removeprefix('start_lag_') or 'all'} "
+            f"{own.get(f'courtly/{stage}_p50_ms')}/{own.get(f'courtly/{stage}_p99_ms')}"
+            for stage in STAGES
+        )
+        print(
+            f"[{name}] {crawler}: {figures['pages_per_s']} pages/s, violations "
+            f"{figures['violations']} {figures['violations_by_kind']}, server lag p50/p90 "
+            f"{figures['start_lag_p50_ms']}/{figures['start_lag_p90_ms']} ms;",
+            f"courtly p50/p99 ms: {stages}" if own else "",
+            file=sys.stderr,
+            flush=True,
+        )
+    if "addon" in out and out.get("scrapy_polite", {}).get("pages_per_s"):
+        out["addon_vs_scrapy_polite"] = round(
+            out["addon"]["pages_per_s"] / out["scrapy_polite"]["pages_per_s"], 2
+        )
+    return out
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
+def summary(
+    rounds: list[dict[str, Any]], names: Sequence[str], crawlers: Sequence[str]
+) -> dict[str, Any]:
+    """Medians over the rounds: pages/s, ratios to the other crawlers of the same round,
+    violations, and the add-ons' start-lag stages."""
+    out: dict[str, Any] = {}
+    for name in names:
+        runs = [one[name] for one in rounds]
+        scenario: dict[str, Any] = {}
+        for crawler in crawlers:
+            mine = [run[crawler] for run in runs]
+            figures: dict[str, Any] = {
+                "pages_per_s": _median([m["pages_per_s"] for m in mine]),
+                "violations": [m["violations"] for m in mine],
+                "server_lag_p50_ms": _median(
+                    [m["start_lag_p50_ms"] for m in mine if m["start_lag_p50_ms"] is not None]
+                ),
+                "server_lag_p99_ms": _median(
+                    [m["start_lag_p99_ms"] for m in mine if m["start_lag_p99_ms"] is not None]
+                ),
+            }
+            for other in crawlers:
+                if other == crawler:
+                    continue
+                ratios = [
+                    run[crawler]["pages_per_s"] / run[other]["pages_per_s"]
+                    for run in runs
+                    if run[other]["pages_per_s"]
+                ]
+                figures[f"pages_per_s_vs_{other}"] = [round(r, 2) for r in ratios]
+                figures[f"pages_per_s_vs_{other}_median"] = _median(ratios)
+            own = [m.get("courtly_stats", {}) for m in mine]
+            for stage in STAGES:
+                for q in ("p50", "p95", "p99"):
+                    key = f"courtly/{stage}_{q}_ms"
+                    values = [float(o[key]) for o in own if key in o]
+                    if values:
+                        figures[f"{stage}_{q}_ms"] = _median(values)
+            scenario[crawler] = figures
+        out[name] = scenario
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scenario", choices=("broad", "politeness", "all"), default="all")
@@ -204,6 +298,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline-src", type=Path, metavar="DIR", help="courtly tree of addon_before"
     )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="repeat every run, crawlers in turn [1]"
+    )
     args = parser.parse_args(argv)
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
@@ -219,38 +316,24 @@ def main(argv: list[str] | None = None) -> int:
         "addon_set": args.addon_set,
         "cpus": args.cpus,
         "baseline_src": str(args.baseline_src) if args.baseline_src else None,
+        "rounds_run": args.rounds,
         "scenarios": {},
     }
-    for name in names:
-        scenario = chosen[name]
-        out: dict[str, Any] = {"hosts": scenario.spec.n_hosts, "min_delay_s": scenario.min_delay_s}
-        for crawler in crawlers:
-            print(f"[{name}] {crawler}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
-            figures = measure(
-                crawler,
-                scenario,
-                seconds,
-                args.workdir,
-                args.addon_set,
-                args.py_spy,
-                args.baseline_src,
-            )
-            out[crawler] = figures
-            own = figures.get("courtly_stats", {})
-            print(
-                f"[{name}] {crawler}: {figures['pages_per_s']} pages/s, violations "
-                f"{figures['violations']} {figures['violations_by_kind']}, lag p50/p90 "
-                f"{figures['start_lag_p50_ms']}/{figures['start_lag_p90_ms']} ms",
-                f"courtly p50/p99 {own.get('courtly/start_lag_p50_ms')}/"
-                f"{own.get('courtly/start_lag_p99_ms')} ms",
-                file=sys.stderr,
-                flush=True,
-            )
-        if "addon" in out and out.get("scrapy_polite", {}).get("pages_per_s"):
-            out["addon_vs_scrapy_polite"] = round(
-                out["addon"]["pages_per_s"] / out["scrapy_polite"]["pages_per_s"], 2
-            )
-        results["scenarios"][name] = out
+    rounds: list[dict[str, Any]] = []
+    for index in range(args.rounds):
+        # Each round turns the order of the crawlers by one: no crawler always runs first.
+        shift = index % len(crawlers)
+        order = crawlers[shift:] + crawlers[:shift]
+        workdir = args.workdir if args.rounds == 1 else args.workdir / f"round-{index}"
+        one: dict[str, Any] = {}
+        for name in names:
+            one[name] = run_scenario(name, chosen[name], order, seconds, workdir, args)
+        rounds.append(one)
+    results["scenarios"] = rounds[0]
+    if args.rounds > 1:
+        results["rounds"] = rounds
+        results["summary"] = summary(rounds, names, crawlers)
+        print(json.dumps(results["summary"], indent=2), file=sys.stderr, flush=True)
     print(json.dumps(results) if args.json else json.dumps(results, indent=2))
     return 0
 

@@ -195,6 +195,7 @@ class Refill:
         now = self._clock.now()
         ahead = 0.0 if self.config.shared else LEASE_AHEAD_S
         batch = await self.frontier.lease(room, ahead_s=ahead)
+        leased_at = self._clock.now()
         # A host is owed (its request's start lag is sampled) if it was not leasable at
         # the previous lease.
         previous, self._last_lease_at = self._last_lease_at, now + ahead
@@ -210,9 +211,9 @@ class Refill:
             pipe.admitting += 1
             if self._addresses.known(lease.url):
                 # No lookup to wait for: no task, no turn of the loop.
-                await self._guarded(self._admit(lease, owed))
+                await self._guarded(self._admit(lease, owed, leased_at))
             else:
-                self.spawn(self._admit(lease, owed))
+                self.spawn(self._admit(lease, owed, leased_at))
         leased = len(batch.leases)
         if leased:
             self.stats.inc("leases", leased)
@@ -240,11 +241,11 @@ class Refill:
             return True
         return False
 
-    async def _admit(self, lease: Lease, owed_at: float | None) -> None:
+    async def _admit(self, lease: Lease, owed_at: float | None, leased_at: float) -> None:
         """Load a leased request, apply robots.txt and the address rules, queue it."""
         pipe = self.pipeline
         try:
-            held = await self._load(lease, owed_at)
+            held = await self._load(lease, owed_at, leased_at)
             if held is None:
                 return
             pipe.held[lease.url] = held
@@ -263,7 +264,7 @@ class Refill:
         finally:
             pipe.admitting -= 1
 
-    async def _load(self, lease: Lease, owed_at: float | None) -> Held | None:
+    async def _load(self, lease: Lease, owed_at: float | None, leased_at: float) -> Held | None:
         payload_id = payload_id_of(lease.url)
         loaded = await self.pipeline.payloads.load(self.frontier.store, payload_id)
         if loaded is None:
@@ -277,7 +278,9 @@ class Refill:
         except InvalidURL:
             await self.frontier.complete(lease, Outcome.no_request(self._clock.now()))
             return None
-        return Held(lease, request, payload_id, stored, authority, owed_at=owed_at)
+        return Held(
+            lease, request, payload_id, stored, authority, owed_at=owed_at, leased_at=leased_at
+        )
 
     def _robots_allow(self, held: Held, decision: RobotsDecision) -> bool:
         """Apply a robots.txt decision; ``False`` if the request was settled here."""

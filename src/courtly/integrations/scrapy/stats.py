@@ -1,7 +1,7 @@
 """The scheduler's figures in ``crawler.stats``, under ``courtly/*``.
 
 Counters go straight to Scrapy's stats collector; the start-lag and scrape samples
-are kept here (at most :data:`LAG_SAMPLES` of each) and published as p50, p99 and
+are kept here (at most :data:`LAG_SAMPLES` of each) and published as p50, p95, p99 and
 max, in milliseconds, when the scheduler closes (docs/scrapy.md lists them all).
 """
 
@@ -29,9 +29,10 @@ class SchedulerStats:
 
     def __init__(self, sink: StatsSink) -> None:
         self._sink = sink
-        self._lags: list[tuple[float, float, float, float]] = []
+        self._lags: list[tuple[float, float, float, float, float]] = []
         """Per request that was owed: (due -> due buffer less the per-IP wait, -> engine,
-        -> downloader, the per-IP wait), seconds."""
+        -> downloader, the per-IP wait, the part of the first that the lease came after
+        the due time), seconds."""
         self._scrape_lags: list[float] = []
         """Per response: seconds from its end to the end of its callback's output."""
         self._pump_steps = 0
@@ -51,7 +52,9 @@ class SchedulerStats:
             return
         if len(self._lags) < LAG_SAMPLES:
             pump = buffered - owed - held.gate_wait_s
-            self._lags.append((pump, handed - buffered, now_at - handed, held.gate_wait_s))
+            leased = held.leased_at
+            late = 0.0 if leased is None else min(pump, max(0.0, leased - owed))
+            self._lags.append((pump, handed - buffered, now_at - handed, held.gate_wait_s, late))
 
     def scraped(self, seconds: float) -> None:
         """A callback finished its output ``seconds`` after the end of its response."""
@@ -72,6 +75,7 @@ class SchedulerStats:
             "start_lag_pump": [lag[0] for lag in self._lags],
             "start_lag_engine": [lag[1] for lag in self._lags],
             "start_lag_downloader": [lag[2] for lag in self._lags],
+            "start_lag_lease": [lag[4] for lag in self._lags],
             "ip_wait": [lag[3] for lag in self._lags],
             "scrape": self._scrape_lags,
         }
@@ -79,7 +83,7 @@ class SchedulerStats:
             if not values:
                 continue
             values.sort()
-            for name, q in (("p50", 0.5), ("p99", 0.99)):
+            for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
                 at = values[int(q * (len(values) - 1))]
                 self.set(f"{stage}_{name}_ms", round(1000 * at, 1))
             self.set(f"{stage}_max_ms", round(1000 * values[-1], 1))
