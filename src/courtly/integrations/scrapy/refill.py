@@ -32,6 +32,8 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
+from scrapy import Request
+
 from courtly.clock import Clock
 from courtly.errors import InvalidURL, StateError
 from courtly.fetch.guard import is_blocked_address
@@ -151,16 +153,18 @@ class Refill:
             log.exception("courtly scheduler: a lease step failed")
             self.stats.inc("pump_errors")
 
-    async def drain(self) -> None:
-        """Adds into the frontier (payloads first), then completions; one flush."""
+    async def drain(self, *, final: bool = False) -> None:
+        """Adds into the frontier (payloads first, in one store step per batch), then
+        completions; one flush. ``final`` (at close) also empties the blobs of the
+        requests just completed, which otherwise waits for the next step's payloads."""
         frontier, pipe = self.frontier, self.pipeline
         store, payloads = frontier.store, pipe.payloads
         wrote = False
         while pipe.adds:
             batch = [pipe.adds.popleft() for _ in range(min(len(pipe.adds), ADD_BATCH))]
-            for add in batch:
-                if add.payload is not None:
-                    await payloads.put(store, add.payload_id, add.payload)
+            await payloads.put_many(
+                store, [(add.payload_id, add.payload) for add in batch if add.payload is not None]
+            )
             statuses = await frontier.add_queued([add.entry for add in batch])
             for add, status in zip(batch, statuses, strict=True):
                 if status is not AddStatus.QUEUED:
@@ -180,8 +184,10 @@ class Refill:
             if result is None:
                 self.stats.inc("fenced")
             elif held.stored:
-                await payloads.clear(store, held.payload_id)
-        if wrote:
+                payloads.clear(held.payload_id)
+        if final:
+            await payloads.put_many(store, ())
+        if wrote or final:
             await store.flush()
 
     async def _fill(self) -> float:
@@ -196,10 +202,13 @@ class Refill:
         ahead = 0.0 if self.config.shared else LEASE_AHEAD_S
         batch = await self.frontier.lease(room, ahead_s=ahead)
         leased_at = self._clock.now()
+        loaded = await pipe.payloads.load_many(
+            self.frontier.store, [payload_id_of(lease.url) for lease in batch.leases]
+        )
         # A host is owed (its request's start lag is sampled) if it was not leasable at
         # the previous lease.
         previous, self._last_lease_at = self._last_lease_at, now + ahead
-        for lease in batch.leases:
+        for lease, payload in zip(batch.leases, loaded, strict=True):
             due = lease.host.next_allowed_at
             freed = pipe.freed_at.pop(lease.host_key, None)
             owed = due if due > previous else None
@@ -211,9 +220,9 @@ class Refill:
             pipe.admitting += 1
             if self._addresses.known(lease.url):
                 # No lookup to wait for: no task, no turn of the loop.
-                await self._guarded(self._admit(lease, owed, leased_at))
+                await self._guarded(self._admit(lease, payload, owed, leased_at))
             else:
-                self.spawn(self._admit(lease, owed, leased_at))
+                self.spawn(self._admit(lease, payload, owed, leased_at))
         leased = len(batch.leases)
         if leased:
             self.stats.inc("leases", leased)
@@ -241,11 +250,18 @@ class Refill:
             return True
         return False
 
-    async def _admit(self, lease: Lease, owed_at: float | None, leased_at: float) -> None:
-        """Load a leased request, apply robots.txt and the address rules, queue it."""
+    async def _admit(
+        self,
+        lease: Lease,
+        payload: tuple[Request, bool] | None,
+        owed_at: float | None,
+        leased_at: float,
+    ) -> None:
+        """A leased request (``payload``: loaded, or ``None`` if lost): apply robots.txt
+        and the address rules, queue it."""
         pipe = self.pipeline
         try:
-            held = await self._load(lease, owed_at, leased_at)
+            held = await self._held(lease, payload, owed_at, leased_at)
             if held is None:
                 return
             pipe.held[lease.url] = held
@@ -264,9 +280,14 @@ class Refill:
         finally:
             pipe.admitting -= 1
 
-    async def _load(self, lease: Lease, owed_at: float | None, leased_at: float) -> Held | None:
+    async def _held(
+        self,
+        lease: Lease,
+        loaded: tuple[Request, bool] | None,
+        owed_at: float | None,
+        leased_at: float,
+    ) -> Held | None:
         payload_id = payload_id_of(lease.url)
-        loaded = await self.pipeline.payloads.load(self.frontier.store, payload_id)
         if loaded is None:
             # Its payload was lost (kept in memory by a previous run, or never committed).
             self.stats.inc("lost")

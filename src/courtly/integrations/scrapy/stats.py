@@ -35,6 +35,9 @@ class SchedulerStats:
         the due time), seconds."""
         self._scrape_lags: list[float] = []
         """Per response: seconds from its end to the end of its callback's output."""
+        self._loop_lags: list[float] = []
+        """Per probe: seconds the loop ran a timer late (:mod:`.loop_probe`)."""
+        self._pump_durations: list[float] = []
         self._pump_steps = 0
         self._pump_busy_s = 0.0
 
@@ -61,9 +64,16 @@ class SchedulerStats:
         if len(self._scrape_lags) < LAG_SAMPLES:
             self._scrape_lags.append(seconds)
 
+    def loop_lag(self, seconds: float) -> None:
+        """The loop ran a probe's timer ``seconds`` late."""
+        if len(self._loop_lags) < LAG_SAMPLES:
+            self._loop_lags.append(seconds)
+
     def pump_step(self, busy_s: float) -> None:
         self._pump_steps += 1
         self._pump_busy_s += busy_s
+        if len(self._pump_durations) < LAG_SAMPLES:
+            self._pump_durations.append(busy_s)
 
     def publish(self) -> None:
         """Write the sampled figures (at close)."""
@@ -78,6 +88,8 @@ class SchedulerStats:
             "start_lag_lease": [lag[4] for lag in self._lags],
             "ip_wait": [lag[3] for lag in self._lags],
             "scrape": self._scrape_lags,
+            "loop_lag": self._loop_lags,
+            "pump_step": self._pump_durations,
         }
         for stage, values in stages.items():
             if not values:
