@@ -31,6 +31,10 @@ one means the host had nothing queued): ``start_lag_p50_ms``, ``_p90_ms``,
     python benchmarks/scrapy_addon.py --quick --py-spy out/profiles   # where the time goes
     python benchmarks/scrapy_addon.py --quick --crawlers addon_before,addon --baseline-src /tmp/old
 
+``--redis`` runs the add-on on a Redis store (``COURTLY_STORE``, a crawl name per run) in
+a ``redis-server`` of the run's own, on a random loopback port, stopped at the end.
+``--rounds N`` repeats every run N times, the crawlers' order turned by one each
+round, and adds medians and per-round ratios (``summary``).
 ``--addon-set NAME=JSON`` passes a setting to the add-on's run only; ``--py-spy DIR``
 samples every crawler with py-spy (installed with pip) into ``DIR/<scenario>-<crawler>.txt``
 (collapsed stacks; the CPU figures of such a run include py-spy's own). ``--cpus 0``
@@ -43,11 +47,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -93,6 +103,7 @@ def command(
             "--set",
             f"COURTLY_DELAY_FACTOR={DELAY_FACTOR}",
             *(arg for setting in addon_set for arg in ("--set", setting)),
+            *crawl_name(addon_set, run),
         ]
     if crawler == "scrapy_defaults":
         return [
@@ -105,6 +116,44 @@ def command(
             "DOWNLOAD_DELAY=0",
         ]
     return cmd
+
+
+def crawl_name(addon_set: Sequence[str], run: Path) -> list[str]:
+    """A crawl name of the run's own on a Redis store (none given): the flags to set it."""
+    names = {setting.partition("=")[0] for setting in addon_set}
+    if "COURTLY_STORE" not in names or "COURTLY_CRAWL_NAME" in names:
+        return []
+    name = f"bench-{run.parent.name}-{run.name}-{random.getrandbits(32):08x}"
+    return ["--set", f"COURTLY_CRAWL_NAME={json.dumps(name)}"]
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A ``redis-server`` of this run's own (no persistence): its URL; stopped by PID."""
+    port = random.randint(20000, 60000)
+    data = tempfile.mkdtemp(prefix="courtly-bench-redis-")
+    server = subprocess.Popen(
+        [
+            *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+            *("--save", "", "--appendonly", "no", "--dir", data),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10.0
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"redis-server did not start on port {port}") from None
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def start_lags(
@@ -282,7 +331,7 @@ def summary(
     return out
 
 
-def main(argv: list[str] | None = None) -> int:
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scenario", choices=("broad", "politeness", "all"), default="all")
     parser.add_argument("--seconds", type=float, help="time budget per run [30; 10 with --quick]")
@@ -301,7 +350,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rounds", type=int, default=1, help="repeat every run, crawlers in turn [1]"
     )
-    args = parser.parse_args(argv)
+    parser.add_argument("--redis", action="store_true", help="the add-on on a Redis store")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     seconds = args.seconds or (10.0 if args.quick else 30.0)
@@ -317,6 +370,7 @@ def main(argv: list[str] | None = None) -> int:
         "cpus": args.cpus,
         "baseline_src": str(args.baseline_src) if args.baseline_src else None,
         "rounds_run": args.rounds,
+        "redis": args.redis,
         "scenarios": {},
     }
     rounds: list[dict[str, Any]] = []
@@ -334,6 +388,17 @@ def main(argv: list[str] | None = None) -> int:
         results["rounds"] = rounds
         results["summary"] = summary(rounds, names, crawlers)
         print(json.dumps(results["summary"], indent=2), file=sys.stderr, flush=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.redis:
+        with redis_server() as url:
+            args.addon_set = [*args.addon_set, f"COURTLY_STORE={json.dumps(url)}"]
+            results = run(args)
+    else:
+        results = run(args)
     print(json.dumps(results) if args.json else json.dumps(results, indent=2))
     return 0
 

@@ -39,7 +39,7 @@ from courtly.errors import InvalidURL, StateError
 from courtly.fetch.guard import is_blocked_address
 from courtly.frontier import AddStatus, Frontier, Lease, Outcome
 from courtly.integrations.scrapy.addresses import Addresses
-from courtly.integrations.scrapy.held import Held
+from courtly.integrations.scrapy.held import Held, Step
 from courtly.integrations.scrapy.keys import payload_id_of
 from courtly.integrations.scrapy.pipeline import Pipeline
 from courtly.integrations.scrapy.robots import RobotsBook
@@ -173,22 +173,38 @@ class Refill:
                     self.stats.inc(f"dropped/{label.lower()}")
             pipe.frontier_busy = True
             wrote = True
-        while pipe.completions:
-            held, outcome, step = pipe.completions.popleft()
+        if pipe.completions:
             wrote = True
-            if step == "release":
-                if not await frontier.release(held.lease, outcome):
-                    self.stats.inc("fenced")
-                continue
-            result = await frontier.complete(held.lease, outcome or Outcome.no_request(0.0))
-            if result is None:
-                self.stats.inc("fenced")
-            elif held.stored:
-                payloads.clear(held.payload_id)
+            ends = list(pipe.completions)
+            pipe.completions.clear()
+            if self.config.shared and len(ends) > 1:
+                # Each is a round trip to Redis (its own host, its own lease): overlap them.
+                results = await asyncio.gather(*map(self._end, ends), return_exceptions=True)
+                errors = [r for r in results if isinstance(r, BaseException)]
+                if errors:
+                    raise errors[0]
+            else:
+                # A local store does not yield: no task, no turn of the loop.
+                for end in ends:
+                    await self._end(end)
         if final:
             await payloads.put_many(store, ())
         if wrote or final:
             await store.flush()
+
+    async def _end(self, end: tuple[Held, Outcome | None, Step]) -> None:
+        """Complete or give back one lease."""
+        held, outcome, step = end
+        frontier = self.frontier
+        if step == "release":
+            if not await frontier.release(held.lease, outcome):
+                self.stats.inc("fenced")
+            return
+        result = await frontier.complete(held.lease, outcome or Outcome.no_request(0.0))
+        if result is None:
+            self.stats.inc("fenced")
+        elif held.stored:
+            self.pipeline.payloads.clear(held.payload_id)
 
     async def _fill(self) -> float:
         """Lease ready hosts into the pipeline; seconds the task may sleep."""
@@ -218,8 +234,9 @@ class Refill:
                 owed = None
                 self.stats.inc("start_lag_after_callback")
             pipe.admitting += 1
-            if self._addresses.known(lease.url):
-                # No lookup to wait for: no task, no turn of the loop.
+            if self._addresses.known(lease.url) and not self.config.shared:
+                # No lookup to wait for, a store that does not yield: no task, no turn of
+                # the loop. (On Redis each admission has round trips: they overlap.)
                 await self._guarded(self._admit(lease, payload, owed, leased_at))
             else:
                 self.spawn(self._admit(lease, payload, owed, leased_at))
