@@ -1,8 +1,10 @@
 """The refill task: the scheduler's store I/O, off the engine's calls.
 
-One asyncio task per open scheduler. Each step drains the add buffer into the
-frontier (payloads as blobs first, then the keys) and the completion queue back
-into it, with one store flush; then leases the hosts that are ready or will be
+One asyncio task per open scheduler. Each step leases the hosts already due (when
+it has writes to make), drains the add buffer into the frontier (payloads as blobs
+first, in one store step, then the keys) and the completion queue back into it
+(on Redis, their round trips overlapped), with one store flush; then leases the
+hosts that are ready or will be
 within :data:`LEASE_AHEAD_S` (at most twice
 ``CONCURRENT_REQUESTS`` outstanding, responses in the spider's hands included),
 loads each leased request, applies robots.txt (fetched under the host's lease
@@ -112,6 +114,11 @@ class Refill:
                 wait_s = 0.0
                 began = self._clock.now()
                 try:
+                    if self.pipeline.adds or self.pipeline.completions:
+                        # Hosts already due are leased before this step's writes (on
+                        # Redis, adds and completions are round trips): a due host's
+                        # request does not wait for them.
+                        await self._fill()
                     await self.drain()
                     wait_s = await self._fill()
                 except StateError:
