@@ -31,6 +31,10 @@ one means the host had nothing queued): ``start_lag_p50_ms``, ``_p90_ms``,
     python benchmarks/scrapy_addon.py --quick --py-spy out/profiles   # where the time goes
     python benchmarks/scrapy_addon.py --quick --crawlers addon_before,addon --baseline-src /tmp/old
 
+``--redis`` runs the add-on on a Redis store (``COURTLY_STORE``, a crawl name per run) in
+a ``redis-server`` of the run's own, on a random loopback port, stopped at the end.
+``--rounds N`` repeats every run N times, the crawlers' order turned by one each
+round, and adds medians and per-round ratios (``summary``).
 ``--addon-set NAME=JSON`` passes a setting to the add-on's run only; ``--py-spy DIR``
 samples every crawler with py-spy (installed with pip) into ``DIR/<scenario>-<crawler>.txt``
 (collapsed stacks; the CPU figures of such a run include py-spy's own). ``--cpus 0``
@@ -43,11 +47,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
+import socket
 import statistics
+import subprocess
 import sys
+import tempfile
+import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -93,6 +103,7 @@ def command(
             "--set",
             f"COURTLY_DELAY_FACTOR={DELAY_FACTOR}",
             *(arg for setting in addon_set for arg in ("--set", setting)),
+            *crawl_name(addon_set, run),
         ]
     if crawler == "scrapy_defaults":
         return [
@@ -105,6 +116,44 @@ def command(
             "DOWNLOAD_DELAY=0",
         ]
     return cmd
+
+
+def crawl_name(addon_set: Sequence[str], run: Path) -> list[str]:
+    """A crawl name of the run's own on a Redis store (none given): the flags to set it."""
+    names = {setting.partition("=")[0] for setting in addon_set}
+    if "COURTLY_STORE" not in names or "COURTLY_CRAWL_NAME" in names:
+        return []
+    name = f"bench-{run.parent.name}-{run.name}-{random.getrandbits(32):08x}"
+    return ["--set", f"COURTLY_CRAWL_NAME={json.dumps(name)}"]
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A ``redis-server`` of this run's own (no persistence): its URL; stopped by PID."""
+    port = random.randint(20000, 60000)
+    data = tempfile.mkdtemp(prefix="courtly-bench-redis-")
+    server = subprocess.Popen(
+        [
+            *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+            *("--save", "", "--appendonly", "no", "--dir", data),
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10.0
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError(f"redis-server did not start on port {port}") from None
+                time.sleep(0.05)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        server.terminate()
+        server.wait(10)
+        shutil.rmtree(data, ignore_errors=True)
 
 
 def start_lags(
@@ -188,7 +237,101 @@ def measure(
     return figures
 
 
-def main(argv: list[str] | None = None) -> int:
+STAGES = (
+    "start_lag",
+    "start_lag_pump",
+    "start_lag_lease",
+    "start_lag_engine",
+    "start_lag_downloader",
+)
+"""The add-on's own start-lag figures (``courtly/<stage>_<q>_ms``) the summary keeps."""
+
+
+def run_scenario(
+    name: str,
+    scenario: Scenario,
+    crawlers: Sequence[str],
+    seconds: float,
+    workdir: Path,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    """Every crawler once on a fresh copy of ``scenario``'s web."""
+    out: dict[str, Any] = {"hosts": scenario.spec.n_hosts, "min_delay_s": scenario.min_delay_s}
+    for crawler in crawlers:
+        print(f"[{name}] {crawler}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
+        figures = measure(
+            crawler, scenario, seconds, workdir, args.addon_set, args.py_spy, args.baseline_src
+        )
+        out[crawler] = figures
+        own = figures.get("courtly_stats", {})
+        stages = " ".join(
+            f"{stage.removeprefix('start_lag_') or 'all'} "
+            f"{own.get(f'courtly/{stage}_p50_ms')}/{own.get(f'courtly/{stage}_p99_ms')}"
+            for stage in STAGES
+        )
+        print(
+            f"[{name}] {crawler}: {figures['pages_per_s']} pages/s, violations "
+            f"{figures['violations']} {figures['violations_by_kind']}, server lag p50/p90 "
+            f"{figures['start_lag_p50_ms']}/{figures['start_lag_p90_ms']} ms;",
+            f"courtly p50/p99 ms: {stages}" if own else "",
+            file=sys.stderr,
+            flush=True,
+        )
+    if "addon" in out and out.get("scrapy_polite", {}).get("pages_per_s"):
+        out["addon_vs_scrapy_polite"] = round(
+            out["addon"]["pages_per_s"] / out["scrapy_polite"]["pages_per_s"], 2
+        )
+    return out
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 3) if values else None
+
+
+def summary(
+    rounds: list[dict[str, Any]], names: Sequence[str], crawlers: Sequence[str]
+) -> dict[str, Any]:
+    """Medians over the rounds: pages/s, ratios to the other crawlers of the same round,
+    violations, and the add-ons' start-lag stages."""
+    out: dict[str, Any] = {}
+    for name in names:
+        runs = [one[name] for one in rounds]
+        scenario: dict[str, Any] = {}
+        for crawler in crawlers:
+            mine = [run[crawler] for run in runs]
+            figures: dict[str, Any] = {
+                "pages_per_s": _median([m["pages_per_s"] for m in mine]),
+                "violations": [m["violations"] for m in mine],
+                "server_lag_p50_ms": _median(
+                    [m["start_lag_p50_ms"] for m in mine if m["start_lag_p50_ms"] is not None]
+                ),
+                "server_lag_p99_ms": _median(
+                    [m["start_lag_p99_ms"] for m in mine if m["start_lag_p99_ms"] is not None]
+                ),
+            }
+            for other in crawlers:
+                if other == crawler:
+                    continue
+                ratios = [
+                    run[crawler]["pages_per_s"] / run[other]["pages_per_s"]
+                    for run in runs
+                    if run[other]["pages_per_s"]
+                ]
+                figures[f"pages_per_s_vs_{other}"] = [round(r, 2) for r in ratios]
+                figures[f"pages_per_s_vs_{other}_median"] = _median(ratios)
+            own = [m.get("courtly_stats", {}) for m in mine]
+            for stage in STAGES:
+                for q in ("p50", "p95", "p99"):
+                    key = f"courtly/{stage}_{q}_ms"
+                    values = [float(o[key]) for o in own if key in o]
+                    if values:
+                        figures[f"{stage}_{q}_ms"] = _median(values)
+            scenario[crawler] = figures
+        out[name] = scenario
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scenario", choices=("broad", "politeness", "all"), default="all")
     parser.add_argument("--seconds", type=float, help="time budget per run [30; 10 with --quick]")
@@ -204,7 +347,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--baseline-src", type=Path, metavar="DIR", help="courtly tree of addon_before"
     )
-    args = parser.parse_args(argv)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="repeat every run, crawlers in turn [1]"
+    )
+    parser.add_argument("--redis", action="store_true", help="the add-on on a Redis store")
+    return parser.parse_args(argv)
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.cpus:
         os.sched_setaffinity(0, {int(c) for c in args.cpus.split(",")})
     seconds = args.seconds or (10.0 if args.quick else 30.0)
@@ -219,38 +369,36 @@ def main(argv: list[str] | None = None) -> int:
         "addon_set": args.addon_set,
         "cpus": args.cpus,
         "baseline_src": str(args.baseline_src) if args.baseline_src else None,
+        "rounds_run": args.rounds,
+        "redis": args.redis,
         "scenarios": {},
     }
-    for name in names:
-        scenario = chosen[name]
-        out: dict[str, Any] = {"hosts": scenario.spec.n_hosts, "min_delay_s": scenario.min_delay_s}
-        for crawler in crawlers:
-            print(f"[{name}] {crawler}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
-            figures = measure(
-                crawler,
-                scenario,
-                seconds,
-                args.workdir,
-                args.addon_set,
-                args.py_spy,
-                args.baseline_src,
-            )
-            out[crawler] = figures
-            own = figures.get("courtly_stats", {})
-            print(
-                f"[{name}] {crawler}: {figures['pages_per_s']} pages/s, violations "
-                f"{figures['violations']} {figures['violations_by_kind']}, lag p50/p90 "
-                f"{figures['start_lag_p50_ms']}/{figures['start_lag_p90_ms']} ms",
-                f"courtly p50/p99 {own.get('courtly/start_lag_p50_ms')}/"
-                f"{own.get('courtly/start_lag_p99_ms')} ms",
-                file=sys.stderr,
-                flush=True,
-            )
-        if "addon" in out and out.get("scrapy_polite", {}).get("pages_per_s"):
-            out["addon_vs_scrapy_polite"] = round(
-                out["addon"]["pages_per_s"] / out["scrapy_polite"]["pages_per_s"], 2
-            )
-        results["scenarios"][name] = out
+    rounds: list[dict[str, Any]] = []
+    for index in range(args.rounds):
+        # Each round turns the order of the crawlers by one: no crawler always runs first.
+        shift = index % len(crawlers)
+        order = crawlers[shift:] + crawlers[:shift]
+        workdir = args.workdir if args.rounds == 1 else args.workdir / f"round-{index}"
+        one: dict[str, Any] = {}
+        for name in names:
+            one[name] = run_scenario(name, chosen[name], order, seconds, workdir, args)
+        rounds.append(one)
+    results["scenarios"] = rounds[0]
+    if args.rounds > 1:
+        results["rounds"] = rounds
+        results["summary"] = summary(rounds, names, crawlers)
+        print(json.dumps(results["summary"], indent=2), file=sys.stderr, flush=True)
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.redis:
+        with redis_server() as url:
+            args.addon_set = [*args.addon_set, f"COURTLY_STORE={json.dumps(url)}"]
+            results = run(args)
+    else:
+        results = run(args)
     print(json.dumps(results) if args.json else json.dumps(results, indent=2))
     return 0
 

@@ -23,7 +23,10 @@ adds or overrides any setting (e.g. ``--set CONCURRENT_REQUESTS_PER_DOMAIN=8``).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import signal
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -143,6 +146,12 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _print_tasks() -> None:
+    loop = asyncio.get_event_loop()
+    for task in asyncio.all_tasks(loop):
+        task.print_stack(file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--seeds-file", type=Path, required=True)
@@ -172,6 +181,8 @@ def main(argv: list[str] | None = None) -> int:
     for item in args.set:
         name, _, value = item.partition("=")
         settings[name] = json.loads(value)
+    # SIGUSR1 prints every asyncio task's stack to stderr (what a stuck crawl waits on).
+    signal.signal(signal.SIGUSR1, lambda *_: _print_tasks())
     process = CrawlerProcess(settings)
     crawler = process.create_crawler(BroadSpider)
     stats: dict[str, Any] = {}

@@ -383,6 +383,17 @@ async def test_blobs(make: MakeStore) -> None:
     assert await store.get_blob("config", "a.test") == b"other"
 
 
+async def test_blobs_in_batches(make: MakeStore) -> None:
+    store = make()
+    await store.put_blobs("p", [])
+    assert await store.get_blobs("p", []) == []
+    await store.put_blob("p", "a", b"old")
+    await store.put_blobs("p", [("a", b"\x00one"), ("b", b"two"), ("b", b"")])
+    await store.put_blob("q", "c", b"other namespace")
+    assert await store.get_blobs("p", ["b", "missing", "a", "c"]) == [b"", None, b"\x00one", None]
+    assert await store.get_blob("p", "a") == b"\x00one"
+
+
 async def test_host_state_is_fresh_then_stored(make: MakeStore) -> None:
     store = make()
     assert await store.host_state("new.test") == HostState("new.test")

@@ -183,6 +183,15 @@ class FrontierStore(Protocol):
         """Store a small opaque value (replacing any earlier one)."""
         ...
 
+    async def get_blobs(self, namespace: str, keys: Sequence[str]) -> list[bytes | None]:
+        """Several values of one namespace in one step, in the order of ``keys``."""
+        ...
+
+    async def put_blobs(self, namespace: str, items: Sequence[tuple[str, bytes]]) -> None:
+        """Store several ``(key, value)`` of one namespace in one step (one transaction or
+        round trip), in order: a later item replaces an earlier one of the same key."""
+        ...
+
     async def host_state(self, host_key: str) -> HostState:
         """The stored state of a host (a fresh one if never seen)."""
         ...

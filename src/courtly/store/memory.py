@@ -267,6 +267,13 @@ class MemoryStore:
         for row in list(self._revisits.rows.values()):
             yield row
 
+    async def get_blobs(self, namespace: str, keys: Sequence[str]) -> list[bytes | None]:
+        return [self._blobs.get((namespace, key)) for key in keys]
+
+    async def put_blobs(self, namespace: str, items: Sequence[tuple[str, bytes]]) -> None:
+        for key, value in items:
+            self._blobs[(namespace, key)] = bytes(value)
+
     def queued_of(self, host_key: str) -> int | None:
         """URLs queued for a host, from the rows in memory (no I/O; ``None`` if not cached).
         For the dashboard's top-N table: see :class:`courtly.store.base.QueuedCounts`."""

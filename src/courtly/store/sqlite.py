@@ -639,6 +639,27 @@ class SqliteStore:
                 return
             after = page[-1].url
 
+    async def get_blobs(self, namespace: str, keys: Sequence[str]) -> list[bytes | None]:
+        with self._step(None):
+            execute = self._db.execute
+            out: list[bytes | None] = []
+            for key in keys:
+                row = execute(
+                    "SELECT value FROM blobs WHERE namespace = ? AND key = ?", (namespace, key)
+                ).fetchone()
+                out.append(None if row is None else bytes(row[0]))
+            return out
+
+    async def put_blobs(self, namespace: str, items: Sequence[tuple[str, bytes]]) -> None:
+        if not items:
+            return
+        with self._step(None):
+            self._write(len(items))
+            self._db.executemany(
+                "INSERT OR REPLACE INTO blobs (namespace, key, value) VALUES (?, ?, ?)",
+                [(namespace, key, bytes(value)) for key, value in items],
+            )
+
     def queued_of(self, host_key: str) -> int | None:
         """URLs queued for a host, from the rows in memory (no I/O; ``None`` if not cached).
         For the dashboard's top-N table: see :class:`courtly.store.base.QueuedCounts`."""

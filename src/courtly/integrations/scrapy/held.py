@@ -43,6 +43,8 @@ class Held:
     ip: str | None = None
     owed_at: float | None = None
     """When the host came due while the scheduler was waiting for it (start-lag statistic)."""
+    leased_at: float | None = None
+    """When the refill task got its lease (after ``owed_at`` if the lease came late)."""
     gate_wait_s: float = 0.0
     """How long it waited for a place at its address (the per-IP cap)."""
     gated_at: float | None = None

@@ -1,8 +1,10 @@
 """The refill task: the scheduler's store I/O, off the engine's calls.
 
-One asyncio task per open scheduler. Each step drains the add buffer into the
-frontier (payloads as blobs first, then the keys) and the completion queue back
-into it, with one store flush; then leases the hosts that are ready or will be
+One asyncio task per open scheduler. Each step leases the hosts already due (when
+it has writes to make), drains the add buffer into the frontier (payloads as blobs
+first, in one store step, then the keys) and the completion queue back into it
+(on Redis, their round trips overlapped), with one store flush; then leases the
+hosts that are ready or will be
 within :data:`LEASE_AHEAD_S` (at most twice
 ``CONCURRENT_REQUESTS`` outstanding, responses in the spider's hands included),
 loads each leased request, applies robots.txt (fetched under the host's lease
@@ -32,12 +34,14 @@ import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, Final
 
+from scrapy import Request
+
 from courtly.clock import Clock
 from courtly.errors import InvalidURL, StateError
 from courtly.fetch.guard import is_blocked_address
 from courtly.frontier import AddStatus, Frontier, Lease, Outcome
 from courtly.integrations.scrapy.addresses import Addresses
-from courtly.integrations.scrapy.held import Held
+from courtly.integrations.scrapy.held import Held, Step
 from courtly.integrations.scrapy.keys import payload_id_of
 from courtly.integrations.scrapy.pipeline import Pipeline
 from courtly.integrations.scrapy.robots import RobotsBook
@@ -110,6 +114,11 @@ class Refill:
                 wait_s = 0.0
                 began = self._clock.now()
                 try:
+                    if self.pipeline.adds or self.pipeline.completions:
+                        # Hosts already due are leased before this step's writes (on
+                        # Redis, adds and completions are round trips): a due host's
+                        # request does not wait for them.
+                        await self._fill()
                     await self.drain()
                     wait_s = await self._fill()
                 except StateError:
@@ -151,16 +160,18 @@ class Refill:
             log.exception("courtly scheduler: a lease step failed")
             self.stats.inc("pump_errors")
 
-    async def drain(self) -> None:
-        """Adds into the frontier (payloads first), then completions; one flush."""
+    async def drain(self, *, final: bool = False) -> None:
+        """Adds into the frontier (payloads first, in one store step per batch), then
+        completions; one flush. ``final`` (at close) also empties the blobs of the
+        requests just completed, which otherwise waits for the next step's payloads."""
         frontier, pipe = self.frontier, self.pipeline
         store, payloads = frontier.store, pipe.payloads
         wrote = False
         while pipe.adds:
             batch = [pipe.adds.popleft() for _ in range(min(len(pipe.adds), ADD_BATCH))]
-            for add in batch:
-                if add.payload is not None:
-                    await payloads.put(store, add.payload_id, add.payload)
+            await payloads.put_many(
+                store, [(add.payload_id, add.payload) for add in batch if add.payload is not None]
+            )
             statuses = await frontier.add_queued([add.entry for add in batch])
             for add, status in zip(batch, statuses, strict=True):
                 if status is not AddStatus.QUEUED:
@@ -169,20 +180,38 @@ class Refill:
                     self.stats.inc(f"dropped/{label.lower()}")
             pipe.frontier_busy = True
             wrote = True
-        while pipe.completions:
-            held, outcome, step = pipe.completions.popleft()
+        if pipe.completions:
             wrote = True
-            if step == "release":
-                if not await frontier.release(held.lease, outcome):
-                    self.stats.inc("fenced")
-                continue
-            result = await frontier.complete(held.lease, outcome or Outcome.no_request(0.0))
-            if result is None:
-                self.stats.inc("fenced")
-            elif held.stored:
-                await payloads.clear(store, held.payload_id)
-        if wrote:
+            ends = list(pipe.completions)
+            pipe.completions.clear()
+            if self.config.shared and len(ends) > 1:
+                # Each is a round trip to Redis (its own host, its own lease): overlap them.
+                results = await asyncio.gather(*map(self._end, ends), return_exceptions=True)
+                errors = [r for r in results if isinstance(r, BaseException)]
+                if errors:
+                    raise errors[0]
+            else:
+                # A local store does not yield: no task, no turn of the loop.
+                for end in ends:
+                    await self._end(end)
+        if final:
+            await payloads.put_many(store, ())
+        if wrote or final:
             await store.flush()
+
+    async def _end(self, end: tuple[Held, Outcome | None, Step]) -> None:
+        """Complete or give back one lease."""
+        held, outcome, step = end
+        frontier = self.frontier
+        if step == "release":
+            if not await frontier.release(held.lease, outcome):
+                self.stats.inc("fenced")
+            return
+        result = await frontier.complete(held.lease, outcome or Outcome.no_request(0.0))
+        if result is None:
+            self.stats.inc("fenced")
+        elif held.stored:
+            self.pipeline.payloads.clear(held.payload_id)
 
     async def _fill(self) -> float:
         """Lease ready hosts into the pipeline; seconds the task may sleep."""
@@ -195,10 +224,14 @@ class Refill:
         now = self._clock.now()
         ahead = 0.0 if self.config.shared else LEASE_AHEAD_S
         batch = await self.frontier.lease(room, ahead_s=ahead)
+        leased_at = self._clock.now()
+        loaded = await pipe.payloads.load_many(
+            self.frontier.store, [payload_id_of(lease.url) for lease in batch.leases]
+        )
         # A host is owed (its request's start lag is sampled) if it was not leasable at
         # the previous lease.
         previous, self._last_lease_at = self._last_lease_at, now + ahead
-        for lease in batch.leases:
+        for lease, payload in zip(batch.leases, loaded, strict=True):
             due = lease.host.next_allowed_at
             freed = pipe.freed_at.pop(lease.host_key, None)
             owed = due if due > previous else None
@@ -208,11 +241,12 @@ class Refill:
                 owed = None
                 self.stats.inc("start_lag_after_callback")
             pipe.admitting += 1
-            if self._addresses.known(lease.url):
-                # No lookup to wait for: no task, no turn of the loop.
-                await self._guarded(self._admit(lease, owed))
+            if self._addresses.known(lease.url) and not self.config.shared:
+                # No lookup to wait for, a store that does not yield: no task, no turn of
+                # the loop. (On Redis each admission has round trips: they overlap.)
+                await self._guarded(self._admit(lease, payload, owed, leased_at))
             else:
-                self.spawn(self._admit(lease, owed))
+                self.spawn(self._admit(lease, payload, owed, leased_at))
         leased = len(batch.leases)
         if leased:
             self.stats.inc("leases", leased)
@@ -240,11 +274,18 @@ class Refill:
             return True
         return False
 
-    async def _admit(self, lease: Lease, owed_at: float | None) -> None:
-        """Load a leased request, apply robots.txt and the address rules, queue it."""
+    async def _admit(
+        self,
+        lease: Lease,
+        payload: tuple[Request, bool] | None,
+        owed_at: float | None,
+        leased_at: float,
+    ) -> None:
+        """A leased request (``payload``: loaded, or ``None`` if lost): apply robots.txt
+        and the address rules, queue it."""
         pipe = self.pipeline
         try:
-            held = await self._load(lease, owed_at)
+            held = await self._held(lease, payload, owed_at, leased_at)
             if held is None:
                 return
             pipe.held[lease.url] = held
@@ -263,9 +304,14 @@ class Refill:
         finally:
             pipe.admitting -= 1
 
-    async def _load(self, lease: Lease, owed_at: float | None) -> Held | None:
+    async def _held(
+        self,
+        lease: Lease,
+        loaded: tuple[Request, bool] | None,
+        owed_at: float | None,
+        leased_at: float,
+    ) -> Held | None:
         payload_id = payload_id_of(lease.url)
-        loaded = await self.pipeline.payloads.load(self.frontier.store, payload_id)
         if loaded is None:
             # Its payload was lost (kept in memory by a previous run, or never committed).
             self.stats.inc("lost")
@@ -277,7 +323,9 @@ class Refill:
         except InvalidURL:
             await self.frontier.complete(lease, Outcome.no_request(self._clock.now()))
             return None
-        return Held(lease, request, payload_id, stored, authority, owed_at=owed_at)
+        return Held(
+            lease, request, payload_id, stored, authority, owed_at=owed_at, leased_at=leased_at
+        )
 
     def _robots_allow(self, held: Held, decision: RobotsDecision) -> bool:
         """Apply a robots.txt decision; ``False`` if the request was settled here."""

@@ -40,6 +40,7 @@ from courtly.integrations.scrapy.engine import wake_engine
 from courtly.integrations.scrapy.feedback import Feedback
 from courtly.integrations.scrapy.held import KEY_META, PARENT_META, SLOT_META, Add, Held
 from courtly.integrations.scrapy.keys import key_for, level_for_priority, payload_id_of
+from courtly.integrations.scrapy.loop_probe import LoopProbe
 from courtly.integrations.scrapy.payloads import Payloads
 from courtly.integrations.scrapy.pipeline import Pipeline
 from courtly.integrations.scrapy.refill import Refill
@@ -92,6 +93,7 @@ class CourtlyScheduler:
         self._feedback: Feedback | None = None
         self._payloads: Payloads | None = None
         self._task: asyncio.Task[None] | None = None
+        self._probe: LoopProbe | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> CourtlyScheduler:
@@ -222,7 +224,10 @@ class CourtlyScheduler:
         sig.connect(feedback.scheduled, signal=signals.request_scheduled)
         counts = await frontier.counts()
         self._stats.set("resumed_queued", counts.queued)
-        self._task = asyncio.get_running_loop().create_task(refill.run())
+        loop = asyncio.get_running_loop()
+        self._probe = LoopProbe(self._clock, loop.call_later, self._stats.loop_lag)
+        self._probe.start()
+        self._task = loop.create_task(refill.run())
 
     def _open_store(self) -> FrontierStore:
         queues = self._fconfig.queues
@@ -255,6 +260,8 @@ class CourtlyScheduler:
         if refill is None or pipe is None or payloads is None:
             return
         refill.stop()
+        if self._probe is not None:
+            self._probe.stop()
         if self._task is not None:
             await self._task
         frontier = refill.frontier
@@ -263,7 +270,7 @@ class CourtlyScheduler:
             pipe.give_back(held, None)
         # Responses the spider had not finished with stay leased: the next run
         # fetches them again.
-        await refill.drain()
+        await refill.drain(final=True)
         counts = await frontier.counts()
         self._stats.set("left_queued", counts.queued)
         self._stats.set("left_hosts_snoozed", counts.hosts_snoozed)

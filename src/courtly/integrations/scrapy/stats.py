@@ -1,7 +1,7 @@
 """The scheduler's figures in ``crawler.stats``, under ``courtly/*``.
 
 Counters go straight to Scrapy's stats collector; the start-lag and scrape samples
-are kept here (at most :data:`LAG_SAMPLES` of each) and published as p50, p99 and
+are kept here (at most :data:`LAG_SAMPLES` of each) and published as p50, p95, p99 and
 max, in milliseconds, when the scheduler closes (docs/scrapy.md lists them all).
 """
 
@@ -29,11 +29,15 @@ class SchedulerStats:
 
     def __init__(self, sink: StatsSink) -> None:
         self._sink = sink
-        self._lags: list[tuple[float, float, float, float]] = []
+        self._lags: list[tuple[float, float, float, float, float]] = []
         """Per request that was owed: (due -> due buffer less the per-IP wait, -> engine,
-        -> downloader, the per-IP wait), seconds."""
+        -> downloader, the per-IP wait, the part of the first that the lease came after
+        the due time), seconds."""
         self._scrape_lags: list[float] = []
         """Per response: seconds from its end to the end of its callback's output."""
+        self._loop_lags: list[float] = []
+        """Per probe: seconds the loop ran a timer late (:mod:`.loop_probe`)."""
+        self._pump_durations: list[float] = []
         self._pump_steps = 0
         self._pump_busy_s = 0.0
 
@@ -51,16 +55,25 @@ class SchedulerStats:
             return
         if len(self._lags) < LAG_SAMPLES:
             pump = buffered - owed - held.gate_wait_s
-            self._lags.append((pump, handed - buffered, now_at - handed, held.gate_wait_s))
+            leased = held.leased_at
+            late = 0.0 if leased is None else min(pump, max(0.0, leased - owed))
+            self._lags.append((pump, handed - buffered, now_at - handed, held.gate_wait_s, late))
 
     def scraped(self, seconds: float) -> None:
         """A callback finished its output ``seconds`` after the end of its response."""
         if len(self._scrape_lags) < LAG_SAMPLES:
             self._scrape_lags.append(seconds)
 
+    def loop_lag(self, seconds: float) -> None:
+        """The loop ran a probe's timer ``seconds`` late."""
+        if len(self._loop_lags) < LAG_SAMPLES:
+            self._loop_lags.append(seconds)
+
     def pump_step(self, busy_s: float) -> None:
         self._pump_steps += 1
         self._pump_busy_s += busy_s
+        if len(self._pump_durations) < LAG_SAMPLES:
+            self._pump_durations.append(busy_s)
 
     def publish(self) -> None:
         """Write the sampled figures (at close)."""
@@ -72,14 +85,17 @@ class SchedulerStats:
             "start_lag_pump": [lag[0] for lag in self._lags],
             "start_lag_engine": [lag[1] for lag in self._lags],
             "start_lag_downloader": [lag[2] for lag in self._lags],
+            "start_lag_lease": [lag[4] for lag in self._lags],
             "ip_wait": [lag[3] for lag in self._lags],
             "scrape": self._scrape_lags,
+            "loop_lag": self._loop_lags,
+            "pump_step": self._pump_durations,
         }
         for stage, values in stages.items():
             if not values:
                 continue
             values.sort()
-            for name, q in (("p50", 0.5), ("p99", 0.99)):
+            for name, q in (("p50", 0.5), ("p95", 0.95), ("p99", 0.99)):
                 at = values[int(q * (len(values) - 1))]
                 self.set(f"{stage}_{name}_ms", round(1000 * at, 1))
             self.set(f"{stage}_max_ms", round(1000 * values[-1], 1))

@@ -435,6 +435,37 @@ class RedisStore(RevisitSeam):
         blob_key, data = self._blob_key(namespace, key), bytes(value)
         await self._retrying(lambda: self._client.set(blob_key, data))
 
+    async def get_blobs(self, namespace: str, keys: Sequence[str]) -> list[bytes | None]:
+        """One MGET-like round trip (a pipeline of GETs: the keys span slots)."""
+        if not keys:
+            return []
+        await self.open()
+        names = [self._blob_key(namespace, key) for key in keys]
+
+        async def run() -> list[Any]:
+            pipe = self._client.pipeline(transaction=False)
+            for name in names:
+                pipe.get(name)
+            return list(await pipe.execute())
+
+        values = await self._retrying(run)
+        return [None if value is None else bytes(value) for value in values]
+
+    async def put_blobs(self, namespace: str, items: Sequence[tuple[str, bytes]]) -> None:
+        """One round trip (a pipeline of SETs, in order; run again whole if it fails)."""
+        if not items:
+            return
+        await self.open()
+        pairs = [(self._blob_key(namespace, key), bytes(value)) for key, value in items]
+
+        async def run() -> None:
+            pipe = self._client.pipeline(transaction=False)
+            for name, data in pairs:
+                pipe.set(name, data)
+            await pipe.execute()
+
+        await self._retrying(run)
+
     async def host_state(self, host_key: str) -> HostState:
         await self.open()
         shard = shard_of(host_key, self._layout.shards)
