@@ -7,6 +7,7 @@ import random
 import re
 from pathlib import Path
 
+import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
 from courtly.events import HostLeased, HostStateChanged, LeaseExpired
@@ -15,7 +16,9 @@ from courtly.frontier.records import DelaySource, FrontierCounts, HostState, Que
 from courtly.observe.hosts import HostTable
 from courtly.observe.metrics import metrics_text
 from courtly.observe.observation import Observation, merge_observed
+from courtly.observe.server import Dashboard
 from courtly.observe.snapshot import DELAY_SOURCES, schema_errors, snapshot_json
+from courtly.observe.sources import LiveSource
 from courtly.progress import format_waiting
 from courtly.store.base import FrontDepths
 from courtly.store.memory import MemoryStore
@@ -108,12 +111,16 @@ def waiting_for_each_source() -> Observation:
     return obs
 
 
-def test_every_reason_a_host_can_wait_is_shown_by_name() -> None:
+async def test_every_reason_a_host_can_wait_is_shown_by_name() -> None:
     assert len(DelaySource) == 7 and tuple(s.value for s in DelaySource) == DELAY_SOURCES
     obs = waiting_for_each_source()
     # /api/hosts: each host's row names its source
-    rows = obs.hosts.top("next_allowed", 50, T0 + 1)
+    source = LiveSource(lambda: T0 + 1, obs.hosts)
+    async with Dashboard(source) as served, aiohttp.ClientSession() as session:
+        answer = await session.get(served.url + "api/hosts?sort=next_allowed&n=50")
+        rows = (await answer.json())["hosts"]
     assert sorted(r["delay_source"] for r in rows) == sorted(DELAY_SOURCES)
+    assert {r["state"] for r in rows} == {"snoozed", "parked"}
     # the snapshot (/api/snapshot, /events, status.json) counts each by name
     snap = snapshot_json(snapshot(obs), T0 + 1)
     assert schema_errors(snap) == []
