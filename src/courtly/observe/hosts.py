@@ -1,6 +1,7 @@
 """The per-host table: each host's latest politeness state, from events (a subscriber).
 
-One small record per host seen, updated in O(1) per event. The table answers
+One small record per host seen (about 300 bytes with its share of the table's
+indexes), updated in O(1) per event. The table answers
 the dashboard's questions once per tick, at a cost that does not grow with the hosts
 where it need not:
 
@@ -11,12 +12,12 @@ where it need not:
   census costs O(hosts that came due since the last one x log hosts); the soonest due
   host is the heap's top. A census for a time earlier than the last (a clock set back)
   counts every host, as :meth:`HostTable.scan` does.
-* **the top-N of a sort** is ``heapq.nlargest`` over the hosts that can rank: the live
-  (not retired) hosts for ``next_allowed``, the hosts with an error or a parking for
-  ``errors`` (usually few; padded with the others, which tie at 0), every host for
-  ``delay`` and ``requests`` (O(hosts): about 10-30 ms at 100,000 hosts). The keys are
-  plain functions: on CPython 3.11 they run faster inside ``nlargest``'s loop than a
-  dotted :func:`operator.attrgetter` (measured).
+* **the top-N of a sort** is ``heapq.nlargest`` over the hosts that can rank: the hosts
+  with an error or a parking for ``errors`` (usually few; padded with the others, which
+  tie at 0), every host for ``next_allowed`` (retired last), ``delay`` and ``requests``
+  (O(hosts): 10-30 ms at 100,000 hosts on a loaded 2-core machine). The keys are plain
+  functions: on CPython 3.11 they run faster inside ``nlargest``'s loop than a dotted
+  :func:`operator.attrgetter` (measured).
 * **queue lengths** (``queued``, and the log2 histogram) are the store's, which change
   with every URL found, not with a host event: one pass over the hosts asks the store
   (:data:`QueuedOf`); its answer is reused until the time moved on by
@@ -164,8 +165,6 @@ class HostTable:
         self._seq = 0
         self._drained_at = float("-inf")
         """The latest census time: a host waits while its next allowed time is after it."""
-        self._live: dict[str, HostView] = {}
-        """The hosts not retired."""
         self._erring: dict[str, HostView] = {}
         """The hosts with an error streak or a parking (the ``errors`` sort's candidates)."""
         self._dirty: list[HostView] = []
@@ -230,7 +229,7 @@ class HostTable:
         dirty = self._dirty
         if not dirty:
             return
-        counts, live, erring = self._counts, self._live, self._erring
+        counts, erring = self._counts, self._erring
         due, push = self._due, heapq.heappush
         drained_at = self._drained_at
         seq = self._seq
@@ -246,18 +245,15 @@ class HostTable:
             category: str
             if s.retired is not None:
                 category = _RETIRED
-                live.pop(key, None)
+            elif view.in_flight:
+                category = _LEASED
+            elif s.next_allowed_at > drained_at:
+                category = s.delay_source
+                seq += 1
+                view.due = seq
+                push(due, (s.next_allowed_at, seq, view))
             else:
-                live[key] = view
-                if view.in_flight:
-                    category = _LEASED
-                elif s.next_allowed_at > drained_at:
-                    category = s.delay_source
-                    seq += 1
-                    view.due = seq
-                    push(due, (s.next_allowed_at, seq, view))
-                else:
-                    category = _READY
+                category = _READY
             if s.error_streak or s.parks:
                 erring[key] = view
             else:
@@ -408,10 +404,7 @@ class HostTable:
             return [host_row(views[i], now, lengths[i]) for i in longest[:n]]
         chosen: list[HostView]
         if sort == "next_allowed":
-            chosen = heapq.nlargest(n, self._live.values(), key=_next_allowed)
-            if len(chosen) < n:  # then the retired ones, last (they never come due)
-                chosen += [v for v in self.hosts.values() if v.state.retired is not None]
-                chosen = chosen[:n]
+            chosen = heapq.nlargest(n, self.hosts.values(), key=_next_allowed)
         elif sort == "errors":
             chosen = heapq.nlargest(n, self._erring.values(), key=_errors)
             if len(chosen) < n:  # the others tie at (0, 0): first seen first
@@ -426,7 +419,11 @@ class HostTable:
 
 
 def _next_allowed(view: HostView) -> float:
-    return view.state.next_allowed_at
+    s = view.state
+    return s.next_allowed_at if s.retired is None else _NEVER
+
+
+_NEVER: Final = float("-inf")
 
 
 def _errors(view: HostView) -> tuple[int, int]:
