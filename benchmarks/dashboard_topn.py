@@ -20,6 +20,10 @@ once; the medians are reported:
   beside ``scan_ms``: the same figures by one pass over every host
   (``HostTable.scan``, the reference the kept counts are checked against), and
   ``census_equals_scan``: whether the two agreed every tick;
+* ``queue_lengths_pass_ms``: one pass over the store's queue lengths (with their log2
+  bins); the census and ``top(queued)`` reuse the last one while it is recent, so
+  ``top_queued_ms`` is mostly the rows;
+* ``load_average``: the machine's, before and after;
 * ``event_ns``: one ``HostStateChanged`` through the observation (the hot-path cost
   per completion).
 
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import time
@@ -96,6 +101,7 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=7)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    load_before = os.getloadavg()[0]
     obs, events = build(args.hosts)
     rng = random.Random(2)
     sources = list(DelaySource)
@@ -117,7 +123,11 @@ def main() -> None:
         timed(timings, "summary_ms", obs.summary, now, counts)
         for sort in SORTS:
             timed(timings, f"top_{sort}_ms", table.top, sort, 50, now + 0.001)
-    result: dict[str, float | int | bool] = {"hosts": args.hosts, "changes": args.changes}
+        # the pass over the store's queue lengths (bins, longest queues), forced: the tops
+        # above reuse the census's while it is recent (see HostTable._queue_lengths)
+        timed(timings, "queue_lengths_pass_ms", table.queue_lengths_pass, now + 0.002)
+    result: dict[str, Any] = {"hosts": args.hosts, "changes": args.changes}
+    result["load_average"] = [round(x, 2) for x in (load_before, os.getloadavg()[0])]
     for name, runs in timings.items():
         result[name] = round(statistics.median(runs), 2)
     result["census_equals_scan"] = agreed

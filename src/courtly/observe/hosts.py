@@ -373,6 +373,11 @@ class HostTable:
             self._lengths_at = now
         return self._lengths
 
+    def queue_lengths_pass(self, now: float) -> None:
+        """Ask the store for every host's queue length now, recent or not (a benchmark's)."""
+        self._lengths_at = None
+        self._queue_lengths(now)
+
     def _bins(self, now: float) -> dict[str, int]:
         """The log2 bins of the queue lengths (counted by :meth:`_queue_lengths`)."""
         self._queue_lengths(now)
