@@ -20,10 +20,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from courtly.frontier.records import HostState
-
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the frontier imports this module: no import of it at run time)
     from courtly.crawl import CrawlSnapshot
+    from courtly.frontier.records import HostState
 
 __all__ = [
     "EVENT_KINDS",

@@ -20,7 +20,7 @@ from courtly.observe.server import Dashboard
 from courtly.observe.snapshot import DELAY_SOURCES, schema_errors
 from courtly.observe.sources import FileSource
 
-_BOUNDED_LABELS = {"status_class", "state", "delay_source", "result", "kind", "tier", "le"}
+_BOUNDED_LABELS = {"status_class", "state", "delay_source", "result", "kind", "tier", "level", "le"}
 
 
 class _FirstTick:

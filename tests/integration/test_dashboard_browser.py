@@ -3,7 +3,8 @@
 No driver: ``--dump-dom`` prints the DOM once the page's own timers have run for a
 virtual 5 s (polling mode: an open event stream would hold virtual time). The test
 finds ``data-ready="1"`` (set after the first render), a host row whose reason reads
-Crawl-delay, 0 politeness violations, no console error and, in chromium's own network
+Crawl-delay, a "why waiting" bar named for each of the 7 delay sources, the queue depth
+by priority level, 0 politeness violations, no console error and, in chromium's own network
 log (``--log-net-log``), no request of the page and no connection of the browser to
 anything but 127.0.0.1 (resolver rules fail every other name), then saves a screenshot
 (an artefact in the test's temporary directory). ``.ci/run`` installs chromium where it
@@ -26,6 +27,7 @@ from tests.integration.conftest import LiveWeb, crawl_config
 
 from courtly.crawl import Crawler
 from courtly.observe.server import Dashboard
+from courtly.observe.snapshot import DELAY_SOURCES
 from courtly.observe.sources import FileSource
 from courtly.sandbox import SandboxSpec
 
@@ -99,6 +101,17 @@ def network_use(net_log: Path) -> NetworkUse:
     return NetworkUse(frozenset(page), frozenset(browser), frozenset(connected), dns)
 
 
+SOURCE_LABELS = {
+    "min_delay": "min delay",
+    "fetch_time": "k \u00d7 fetch time",
+    "crawl_delay": "Crawl-delay",
+    "retry_after": "Retry-After",
+    "backoff": "back-off",
+    "parked": "parked",
+    "robots_unreachable": "robots.txt unreachable",
+}
+"""What the page calls each delay source (its ``SOURCES``)."""
+
 CRAWL_DELAY_S = 5.0
 """The Crawl-delay of the test web's crawl-delay host. A host's reason is the largest
 term of its last delay: with the small web's 0.1 s, twice a fetch time of over 50 ms
@@ -125,6 +138,13 @@ async def test_the_page_renders_in_a_browser(
         await chromium(tmp_path / "profile-shot", f"--screenshot={shot}", url)
     assert 'data-ready="1"' in dom
     assert re.search(r'<td class="reason" data-reason="crawl_delay">Crawl-delay</td>', dom)
+    # why waiting: a bar for every delay source, by name, 0 included
+    sources = re.search(r'<div class="bars" id="sources">(.*?)</div></section>', dom, re.S)
+    assert sources is not None
+    shown = re.findall(r'<span class="name">([^<]+)</span>', sources.group(1))
+    assert shown == [SOURCE_LABELS[s] for s in DELAY_SOURCES]
+    # queue depth by priority level: the front tier's levels, then the back tier
+    assert "front level 0 (most urgent)" in dom and "back (per-host)" in dom
     tile = re.search(r'<div class="v">(\d+)</div><div class="l">politeness violations', dom)
     assert tile is not None and tile.group(1) == "0"
     console = [line for line in log.splitlines() if "CONSOLE" in line]

@@ -49,7 +49,7 @@ from courtly.observe.status_file import StatusFile, TickToProgress, last_run_rec
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
 from courtly.robots import RobotsCache, authority_of, product_token
 from courtly.stop import ending
-from courtly.store.base import FrontierStore, QueuedCounts
+from courtly.store.base import FrontDepths, FrontierStore, QueuedCounts
 from courtly.url import Scope, canonicalize
 
 if TYPE_CHECKING:
@@ -127,7 +127,8 @@ class Crawler:
         )
         store_ = self._store
         self.observation = Observation(
-            store_.queued_of if isinstance(store_, QueuedCounts) else None
+            store_.queued_of if isinstance(store_, QueuedCounts) else None,
+            store_.front_by_level if isinstance(store_, FrontDepths) else None,
         )
         self.events.subscribe(self.observation)
         self.events.subscribe(

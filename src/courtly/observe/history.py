@@ -22,6 +22,7 @@ def history_point(snap: Mapping[str, Any]) -> dict[str, Any]:
         "bytes": snap["bytes_received"],
         "fetches": dict(snap["fetches"]),
         "front": frontier["front_queued"],
+        "levels": list(snap.get("front_queued_by_level", [])),
         "back": frontier["back_queued"],
         "hosts": {
             "ready": frontier["hosts_ready"],

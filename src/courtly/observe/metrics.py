@@ -5,7 +5,8 @@ time: no metric object is touched on the crawl's hot path, a partitioned crawl's
 snapshot and a finished crawl's ``status.json`` are exported alike, and the scrape runs
 inside the event loop without reading the store. Conventions: ``courtly_`` prefix, base
 units (seconds, bytes), counters end in ``_total``, bounded labels only (``status_class``,
-``state``, ``delay_source``, ``result``, ``kind``, ``tier``); never a host or a URL.
+``state``, ``delay_source``, ``result``, ``kind``, ``tier``, ``level``: the front tier's
+priority levels, a handful); never a host or a URL.
 """
 
 from __future__ import annotations
@@ -92,6 +93,14 @@ class SnapshotCollector:
         queue.add_metric(["front"], frontier["front_queued"])
         queue.add_metric(["back"], frontier["back_queued"])
         yield queue
+        levels = GaugeMetricFamily(
+            "courtly_front_queue_urls",
+            "URLs waiting in the front tier, by priority level (0: the most urgent)",
+            labels=["level"],
+        )
+        for level, n in enumerate(snap.get("front_queued_by_level", [])):
+            levels.add_metric([str(level)], n)
+        yield levels
         hosts = GaugeMetricFamily("courtly_hosts", "Hosts by frontier state", labels=["state"])
         for state in _HOST_STATES:
             hosts.add_metric([state], frontier.get(f"hosts_{state}", frontier.get(state, 0)))

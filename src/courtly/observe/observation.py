@@ -5,7 +5,7 @@ pickles to a parent process and merges: :func:`merge_observed`)."""
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from courtly.events import Event
@@ -21,12 +21,20 @@ TOP_N = 50
 _SNAPSHOT_SORTS = ("queued", "next_allowed", "errors")
 
 
-class Observation:
-    """Subscribe it to a crawl's bus; :meth:`summary` once per tick."""
+FrontOf = Callable[[], Sequence[int]]
+"""A store's URLs waiting in each front-queue level (see ``store.base.FrontDepths``)."""
 
-    def __init__(self, queued_of: QueuedOf | None = None) -> None:
+
+class Observation:
+    """Subscribe it to a crawl's bus; :meth:`summary` once per tick.
+
+    ``queued_of`` and ``front_of`` are the store's, when it has them: a host's queue
+    length, and the front tier's depth per priority level."""
+
+    def __init__(self, queued_of: QueuedOf | None = None, front_of: FrontOf | None = None) -> None:
         self.tally = Tally()
         self.hosts = HostTable(queued_of)
+        self._front_of = front_of
 
     def notify(self, event: Event) -> None:
         self.tally.notify(event)
@@ -47,6 +55,7 @@ class Observation:
             "waiting_by_source": dict(census.waiting_by_source),
             "hosts_by_state": dict(census.by_state),
             "queue_length_bins": census.queue_bins,
+            "front_queued_by_level": list(self._front_of()) if self._front_of else [],
             "fetches": dict(tally.fetches),
             "response_bytes": tally.response_bytes,
             "fetch_duration": tally.fetch_duration.as_json(),
@@ -63,6 +72,18 @@ def _sum(dicts: Sequence[Mapping[str, int]]) -> dict[str, int]:
     for d in dicts:
         total.update(d)
     return dict(total)
+
+
+def _sum_lists(lists: Sequence[Sequence[int]]) -> list[int]:
+    """Element-wise sums (the partitions share one number of levels; a missing list is
+    one from an older snapshot)."""
+    total: list[int] = []
+    for values in lists:
+        if len(values) > len(total):
+            total += [0] * (len(values) - len(total))
+        for i, n in enumerate(values):
+            total[i] += n
+    return total
 
 
 def _sum_histograms(items: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -93,6 +114,7 @@ def merge_observed(parts: Sequence[Mapping[str, Any]], counts: FrontierCounts) -
         "waiting_by_source": _sum([p["waiting_by_source"] for p in parts]),
         "hosts_by_state": _sum([p["hosts_by_state"] for p in parts]),
         "queue_length_bins": _sum([p["queue_length_bins"] for p in parts]),
+        "front_queued_by_level": _sum_lists([p.get("front_queued_by_level", []) for p in parts]),
         "fetches": _sum([p["fetches"] for p in parts]),
         "response_bytes": sum(p.get("response_bytes", 0) for p in parts),
         "fetch_duration": _sum_histograms(

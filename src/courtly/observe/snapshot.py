@@ -54,6 +54,7 @@ SNAPSHOT_KEYS: Final[Mapping[str, tuple[type, ...]]] = {
     "waiting_by_source": (dict,),
     "hosts_by_state": (dict,),
     "queue_length_bins": (dict,),
+    "front_queued_by_level": (list,),
     "fetches": (dict,),
     "fetch_duration": (dict, type(None)),
     "host_delay": (dict,),
@@ -113,6 +114,7 @@ def snapshot_json(snapshot: CrawlSnapshot, now: float) -> dict[str, Any]:
         "waiting_by_source": waiting,
         "hosts_by_state": observed.get("hosts_by_state", {}),
         "queue_length_bins": observed.get("queue_length_bins", {}),
+        "front_queued_by_level": observed.get("front_queued_by_level", []),
         "fetches": observed.get("fetches", {}),
         "fetch_duration": observed.get("fetch_duration"),
         "host_delay": observed.get("host_delay", {}),
@@ -144,6 +146,12 @@ def schema_errors(snapshot: Mapping[str, Any]) -> list[str]:
     for source in snapshot.get("waiting_by_source", {}):
         if source not in DELAY_SOURCES:
             errors.append(f"waiting_by_source: unknown source {source}")
+    for i, row in enumerate(snapshot.get("hosts", [])):
+        if isinstance(row, Mapping) and row.get("delay_source") not in DELAY_SOURCES:
+            errors.append(f"hosts[{i}]: unknown delay_source {row.get('delay_source')}")
+    levels = snapshot.get("front_queued_by_level", [])
+    if isinstance(levels, list) and not all(type(n) is int and n >= 0 for n in levels):
+        errors.append("front_queued_by_level: not a list of counts")
     return errors
 
 

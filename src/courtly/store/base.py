@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # records only: importing them at run time would be circular
     from courtly.frontier.budget import BudgetConfig
     from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
-__all__ = ["FrontierStore", "LeaseBatch", "QueuedCounts"]
+__all__ = ["FrontDepths", "FrontierStore", "LeaseBatch", "QueuedCounts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,3 +216,13 @@ class QueuedCounts(Protocol):
     ``queued`` column reads it when the store has it, and shows nothing otherwise."""
 
     def queued_of(self, host_key: str) -> int | None: ...
+
+
+@runtime_checkable
+class FrontDepths(Protocol):
+    """A store that can say, without I/O, how many URLs wait in each front-queue level
+    (index 0 the most urgent; the sum is ``FrontierCounts.front_queued``): the memory
+    and SQLite stores, from the counts they keep. Optional: the dashboard's queue depth
+    by priority level reads it when the store has it (O(levels) a call)."""
+
+    def front_by_level(self) -> tuple[int, ...]: ...

@@ -280,6 +280,11 @@ class MemoryStore:
         row = self._rows.hosts.get(host_key)
         return None if row is None else row.queued
 
+    def front_by_level(self) -> tuple[int, ...]:
+        """URLs waiting in each front-queue level (no I/O). For the dashboard's queue depth
+        by priority level: see :class:`courtly.store.base.FrontDepths`."""
+        return self._rows.front.level_sizes()
+
     async def host_state(self, host_key: str) -> HostState:
         row = self._rows.hosts.get(host_key)
         return HostState(host_key) if row is None else row.state

@@ -666,6 +666,12 @@ class SqliteStore:
         row = self._rows.hosts.get(host_key)
         return None if row is None else row.queued
 
+    def front_by_level(self) -> tuple[int, ...]:
+        """URLs waiting in each front-queue level, from the counts kept in memory (no I/O).
+        For the dashboard's queue depth by priority level: see
+        :class:`courtly.store.base.FrontDepths`."""
+        return tuple(self._rows.levels.counts)
+
     async def host_state(self, host_key: str) -> HostState:
         with self._step(None):
             return self._rows.host(host_key).state
