@@ -587,13 +587,15 @@ def measure(
         elif crawler.startswith("courtly"):
             tuned = crawler == "courtly_tuned"
             state = run_dir / "state"
-            cmd = courtly_command(scenario, web, seconds, state, overrides, tuned)
+            cmd = courtly = courtly_command(scenario, web, seconds, state, overrides, tuned)
             shown = courtly_flags(scenario, "F", seconds) + (list(scenario.tuned) if tuned else [])
             extra["flags"] = " ".join(shown)
             if profile:
                 flame = run_dir / "profile.txt"
                 spy = Path(sys.executable).parent / "py-spy"
-                cmd = [str(spy), "record", "-r", "250", "-f", "raw", "-o", str(flame), "--", *cmd]
+                # -s: the partition processes (--processes defaults to the cores) are sampled too
+                cmd = [str(spy), "record", "-r", "250", "-f", "raw", "-s", "-o", str(flame)]
+                cmd += ["--", *courtly]
                 extra["profile_file"] = str(flame)
         else:
             cmd = scrapy_command(scenario, web, seconds, run_dir / "scrapy-stats.json")
