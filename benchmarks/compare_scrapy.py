@@ -860,6 +860,12 @@ PROFILE_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+_WAITING = "Condition.wait (threading.py"
+"""The innermost frame of a thread blocked on a condition (a multiprocessing queue's
+feeder thread in every process of a partitioned crawl): py-spy reports these samples as
+on the CPU, but /proc shows such a thread using next to no CPU, so they are left out."""
+
+
 def _category(frames: list[str]) -> str:
     for frame in reversed(frames):
         for category, marks in PROFILE_CATEGORIES:
@@ -879,7 +885,10 @@ def profile_breakdown(raw_file: Path, cpu_s: float, pages: int) -> dict[str, Any
     for line in raw_file.read_text().splitlines():
         stack, _, n_text = line.rpartition(" ")
         if stack and n_text.isdigit():
-            counts[_category(stack.split(";"))] += int(n_text)
+            frames = stack.split(";")
+            if _WAITING in frames[-1]:
+                continue  # a queue's feeder thread, blocked: py-spy counts it as running
+            counts[_category(frames)] += int(n_text)
             total += int(n_text)
     us_per_page = 1e6 * cpu_s / pages if pages else 0.0
     return {
