@@ -103,8 +103,8 @@ def _utc_seconds(whole_s: int) -> str:
 def new_record_id() -> str:
     """A fresh random (version 4) UUID in its canonical text form, for a WARC-Record-ID.
 
-    The same as ``str(uuid.uuid4())``, built without the ``uuid.UUID`` object (two or
-    three of these per fetch)."""
+    The same as ``str(uuid.uuid4())``, built without the ``uuid.UUID`` object (two of
+    these per fetch)."""
     raw = bytearray(os.urandom(16))
     raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
     raw[8] = (raw[8] & 0x3F) | 0x80  # the RFC 4122 variant
