@@ -709,7 +709,7 @@ class SqliteStore:
         """Write the meta values that differ from the ones this store last wrote (every
         one at the first commit after opening): most commits change one or two."""
         rows, sched, written = self._rows, self._sched, self._meta_written
-        values = (
+        values: tuple[tuple[str, Any], ...] = (
             ("levels", self._cfg.levels),
             ("level_counts", rows.levels.counts),
             ("next_front_id", rows.next_front_id),
