@@ -587,13 +587,15 @@ def measure(
         elif crawler.startswith("courtly"):
             tuned = crawler == "courtly_tuned"
             state = run_dir / "state"
-            cmd = courtly_command(scenario, web, seconds, state, overrides, tuned)
+            cmd = courtly = courtly_command(scenario, web, seconds, state, overrides, tuned)
             shown = courtly_flags(scenario, "F", seconds) + (list(scenario.tuned) if tuned else [])
             extra["flags"] = " ".join(shown)
             if profile:
                 flame = run_dir / "profile.txt"
                 spy = Path(sys.executable).parent / "py-spy"
-                cmd = [str(spy), "record", "-r", "250", "-f", "raw", "-o", str(flame), "--", *cmd]
+                # -s: the partition processes (--processes defaults to the cores) are sampled too
+                cmd = [str(spy), "record", "-r", "250", "-f", "raw", "-s", "-o", str(flame)]
+                cmd += ["--", *courtly]
                 extra["profile_file"] = str(flame)
         else:
             cmd = scrapy_command(scenario, web, seconds, run_dir / "scrapy-stats.json")
@@ -858,6 +860,12 @@ PROFILE_CATEGORIES: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 
 
+_WAITING = "Condition.wait (threading.py"
+"""The innermost frame of a thread blocked on a condition (a multiprocessing queue's
+feeder thread in every process of a partitioned crawl): py-spy reports these samples as
+on the CPU, but /proc shows such a thread using next to no CPU, so they are left out."""
+
+
 def _category(frames: list[str]) -> str:
     for frame in reversed(frames):
         for category, marks in PROFILE_CATEGORIES:
@@ -877,7 +885,10 @@ def profile_breakdown(raw_file: Path, cpu_s: float, pages: int) -> dict[str, Any
     for line in raw_file.read_text().splitlines():
         stack, _, n_text = line.rpartition(" ")
         if stack and n_text.isdigit():
-            counts[_category(stack.split(";"))] += int(n_text)
+            frames = stack.split(";")
+            if _WAITING in frames[-1]:
+                continue  # a queue's feeder thread, blocked: py-spy counts it as running
+            counts[_category(frames)] += int(n_text)
             total += int(n_text)
     us_per_page = 1e6 * cpu_s / pages if pages else 0.0
     return {

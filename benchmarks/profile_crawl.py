@@ -291,9 +291,11 @@ def breakdown(raw_file: Path, top: int = 25) -> dict[str, Any]:
         stack, _, n_text = line.rpartition(" ")
         if not stack or not n_text.isdigit():
             continue
+        frames = stack.split(";")
+        if "Condition.wait (threading.py" in frames[-1]:
+            continue  # a blocked queue feeder thread, which py-spy reports as running
         n = int(n_text)
         total += n
-        frames = stack.split(";")
         for name, marks in HOT_PATHS.items():
             if any(mark in frame for frame in frames for mark in marks):
                 inclusive[name] += n

@@ -505,6 +505,7 @@ class SqliteStore:
         self._closed = False
         self._floor_pending = False
         self._token_ceiling = 0
+        self._meta_written: dict[str, Any] = {}  # meta as last written (see _write_meta)
         self._rows: _SqliteRows
         self._sched: Scheduler
         try:
@@ -786,18 +787,26 @@ class SqliteStore:
             self._in_tx = False
 
     def _write_meta(self) -> None:
-        rows, sched = self._rows, self._sched
+        """Write the meta values that differ from the ones this store last wrote (every
+        one at the first commit after opening): most commits change one or two."""
+        rows, sched, written = self._rows, self._sched, self._meta_written
+        values: tuple[tuple[str, Any], ...] = (
+            ("levels", self._cfg.levels),
+            ("level_counts", rows.levels.counts),
+            ("next_front_id", rows.next_front_id),
+            ("token_ceiling", self._token_ceiling),
+            ("requests_made", sched.requests_made),
+            ("hosts_retired", sched.hosts_retired),
+        )
+        changed = [(k, v) for k, v in values if written.get(k) != v]
+        if not changed:
+            return
         self._db.executemany(
             "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-            [
-                ("levels", self._cfg.levels),
-                ("level_counts", json.dumps(rows.levels.counts)),
-                ("next_front_id", rows.next_front_id),
-                ("token_ceiling", self._token_ceiling),
-                ("requests_made", sched.requests_made),
-                ("hosts_retired", sched.hosts_retired),
-            ],
+            [(k, json.dumps(v) if k == "level_counts" else v) for k, v in changed],
         )
+        for key, value in changed:
+            written[key] = list(value) if key == "level_counts" else value
 
     def _checkpoint_seen(self) -> None:
         """Save the Bloom filter and forget the tail it now covers (inside the transaction)."""

@@ -5,6 +5,7 @@ import gzip
 import io
 import random
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from courtly.archive import WarcPosition, WarcWriter, truncate_torn_tail, warc_date
-from courtly.archive.warc import _sha1_label
+from courtly.archive.warc import _sha1_label, new_record_id
 from courtly.clock import FakeClock
 from courtly.fetch.records import FetchResult
 
@@ -386,3 +387,13 @@ def test_records_are_on_disk_when_write_exchange_returns(
 @given(st.binary(min_size=20, max_size=20))
 def test_digest_labels_are_standard_base32(digest: bytes) -> None:
     assert _sha1_label(digest) == b"sha1:" + base64.b32encode(digest)
+
+
+def test_new_record_ids_are_distinct_version_4_uuids_in_canonical_form() -> None:
+    ids = [new_record_id() for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
+        assert str(parsed) == text
