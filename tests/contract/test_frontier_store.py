@@ -572,14 +572,16 @@ async def test_urls_of_a_held_host_go_straight_to_its_back_queue(make: MakeStore
     await store.add([url(f"o{i}.test", "x", level=0) for i in range(30)], T0, NO_BUDGET)
     lease = await lease_one(store)
     assert lease.host_key == "a.test"
-    found = [url("a.test", "2", level=1), url("a.test", "3", level=1)]
+    # of the front tier's level: a ready host whose head is as good goes before the front
+    # tier (a better level there would go first), so a.test is leased again below
+    found = [url("a.test", "2", level=0), url("a.test", "3", level=0)]
     assert await store.complete(lease, lease.host, found, T0, NO_BUDGET) == [AddStatus.QUEUED] * 2
     counts = await store.counts(T0)
     assert (counts.front_queued, counts.back_queued) == (30, 2)
     # ... and a parked host's too
     again = await lease_one(store)
     parked = replace(again.host, next_allowed_at=T0 + 600, error_streak=1)
-    await store.complete(again, parked, [url("a.test", "4", level=1)], T0, NO_BUDGET)
+    await store.complete(again, parked, [url("a.test", "4", level=0)], T0, NO_BUDGET)
     counts = await store.counts(T0)
     assert (counts.front_queued, counts.back_queued, counts.hosts_inactive) == (30, 2, 1)
     served = await drain(store, T0 + 600)
@@ -658,6 +660,44 @@ async def test_a_host_serves_its_better_levels_first(make: MakeStore) -> None:
     assert await store.complete(seed, seed.host, found, T0, NO_BUDGET) == [AddStatus.QUEUED] * 6
     served = await drain(store)
     assert served == [f"http://a.test/p{i}" for i in (1, 3, 2, 5, 0, 4)]
+
+
+def _ranks_ready_hosts(store: FrontierStore) -> None:
+    """Skip on the Redis store: its lease script serves ready hosts by time alone."""
+    if isinstance(store, RedisStore):
+        pytest.skip("the Redis store serves ready hosts by their due time (docs/frontier.md)")
+
+
+async def test_the_ready_host_with_the_best_head_is_leased_first(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3, max_back_queues=10))
+    _ranks_ready_hosts(store)
+    await store.add([url(h, "x", level=2) for h in ("a.test", "b.test", "c.test")], T0, NO_BUDGET)
+    batch = await store.lease(T0, TTL_S, 3)
+    assert sorted(lease.host_key for lease in batch.leases) == ["a.test", "b.test", "c.test"]
+    found = {"a.test": 2, "b.test": 0, "c.test": 1}
+    for lease in batch.leases:  # each host ready again at T0 + 1, b first in time
+        level = found[lease.host_key]
+        at = T0 + (0.5 if lease.host_key == "b.test" else 1.0)
+        state = replace(lease.host, next_allowed_at=at)
+        await store.complete(lease, state, [url(lease.host_key, "y", level=level)], T0, NO_BUDGET)
+    # at T0 + 1 all three are due: by head rank (level 0, 1, 2), whatever their times
+    served = [lease.host_key for lease in (await store.lease(T0 + 1, TTL_S, 3)).leases]
+    assert served == ["b.test", "c.test", "a.test"]
+
+
+async def test_a_better_level_in_the_front_tier_goes_before_ready_hosts(
+    make: MakeStore,
+) -> None:
+    store = make(QueueConfig(levels=3, max_back_queues=10))
+    _ranks_ready_hosts(store)
+    await store.add([url("a.test", "x", level=2), url("a.test", "y", level=2)], T0, NO_BUDGET)
+    first = await lease_one(store)
+    await done(store, first, T0)
+    # a.test is ready with a level-2 head; a new host's level-0 URL waits in the front
+    await store.add([url("seed.test", "x", level=0), url("late.test", "x", level=2)], T0, NO_BUDGET)
+    served = [lease.host_key for lease in (await store.lease(T0, TTL_S, 3)).leases]
+    assert served[0] == "seed.test"
+    assert sorted(served[1:]) == ["a.test", "late.test"]
 
 
 async def test_a_news_revisit_goes_first_in_its_host(make: MakeStore) -> None:

@@ -11,6 +11,10 @@ Checked after every step:
 * FIFO within a host and level (a URL promoted in its back queue arrives at its new
   level when promoted; one promoted while its host has URLs in the front tier may
   move when it reaches its back queue, so its place is not checked);
+* across hosts, one lease batch hands out heads of non-decreasing level: a ready host
+  with a better head goes first, and a front-tier URL of a better level than every
+  ready head is taken in before them (the news lane and hinted URLs aside, whose rank
+  the front tier does not show; stores that share the scheduler, not Redis);
 * a promotion never queues a URL: a leased, fetched or unknown URL is left alone,
   and a promoted URL is still leased exactly once;
 * an expired lease returns its URL to the head of its queue and its late
@@ -48,6 +52,7 @@ from courtly.frontier.frontier import Frontier
 from courtly.frontier.politeness import PolitenessConfig
 from courtly.frontier.records import AddStatus, Lease, Outcome, OutcomeKind, QueuedUrl
 from courtly.frontier.retry import RETRYABLE
+from courtly.store.redis import RedisStore
 from tests.stores import STORE_FACTORIES
 
 T = TypeVar("T")
@@ -138,6 +143,17 @@ class FrontierMachine(RuleBasedStateMachine):
             assert next_ready_at is not None, "hosts are waiting but no wake time was given"
             assert next_ready_at > now
             assert next_ready_at <= min(self.next_at.get(h, 0.0) for h in waiting)
+
+    def check_batch_order(self, leases: tuple[Lease, ...]) -> None:
+        """Heads of one batch come in non-decreasing level (see the module doc)."""
+        if isinstance(self.store, RedisStore):
+            return  # its lease script serves ready hosts by due time alone
+        levels = [
+            self.added[lease.url][1]
+            for lease in leases
+            if lease.url not in self.news and lease.url not in self.floating
+        ]
+        assert levels == sorted(levels), f"a worse head was leased before a better: {levels}"
 
     def check_lease(self, lease: Lease) -> None:
         now = self.clock.now()
@@ -263,6 +279,7 @@ class FrontierMachine(RuleBasedStateMachine):
     def lease(self, n: int) -> None:
         batch = self.run(self.frontier.lease(n))
         self.reap_model()
+        self.check_batch_order(batch.leases)
         for lease in batch.leases:
             self.check_lease(lease)
         if batch.next_ready_at is not None and not batch.leases:
@@ -348,6 +365,7 @@ class FrontierMachine(RuleBasedStateMachine):
         for _ in range(10 * (len(self.added) + 1)):
             batch = self.run(self.frontier.lease(8))
             self.reap_model()
+            self.check_batch_order(batch.leases)
             for lease in batch.leases:
                 self.check_lease(lease)
             self.check_short_batch(8, len(batch.leases), batch.next_ready_at)

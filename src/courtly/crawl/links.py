@@ -20,7 +20,9 @@ as dropped for the host's budget or a retired host, and the mean cash of admitte
 set holds at most ``max_known`` URLs and is emptied when full (the store answers "seen"
 again meanwhile). A known URL whose in-link just lifted its level does get an entry, with
 ``lift`` set: the store answers "seen" and moves it up if it is still queued
-(:meth:`courtly.store.base.FrontierStore.promote`).
+(:meth:`courtly.store.base.FrontierStore.promote`). The level is computed at the depth
+the URL was first queued with (the known set keeps it), not the depth of the new link:
+a URL found again one link deeper would otherwise seem no better than it was.
 """
 
 from __future__ import annotations
@@ -95,7 +97,7 @@ class LinkAdmission:
         self._host_key = host_key
         self._levels = levels
         self._token = robots_token
-        self._known: set[str] = set()
+        self._known: dict[str, int] = {}  # URL -> depth it was first queued with
         self._max_known = max_known
 
     # -- the seen-set, as far as this process knows it ---------------------------------
@@ -107,14 +109,15 @@ class LinkAdmission:
             known.clear()
         for entry, status in zip(entries, statuses, strict=False):
             if status <= AddStatus.SEEN:  # QUEUED or SEEN: in the seen-set for good
-                known.add(entry.url)
+                known.setdefault(entry.url, entry.depth)
 
     def note_forwarded(self, entries: Sequence[QueuedUrl]) -> None:
         """Remember entries handed (durably) to the partition that owns them."""
         known = self._known
         if len(known) + len(entries) > self._max_known:
             known.clear()
-        known.update(entry.url for entry in entries)
+        for entry in entries:
+            known.setdefault(entry.url, entry.depth)
 
     # -- a response ----------------------------------------------------------------------
 
@@ -212,7 +215,7 @@ class LinkAdmission:
         admit, host_key, levels = importance.admit, self._host_key, self._levels
         for (url, host), is_new in zip(pairs, fresh, strict=True):
             if not is_new:
-                if (lifted := self._lifted(url, host, depth)) is not None:
+                if (lifted := self._lifted(url, host, known.get(url, depth))) is not None:
                     queued.append(lifted)
                 continue
             inlinks, cash_ratio, quality = admit(url, host)

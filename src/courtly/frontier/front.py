@@ -104,6 +104,14 @@ class FrontQueues(Generic[T]):
     def level_sizes(self) -> tuple[int, ...]:
         return tuple(len(q) for q in self._queues)
 
+    def best_level(self) -> int | None:
+        """The best (smallest) non-empty level; ``None`` when all are empty."""
+        if self._size:
+            for level, queue in enumerate(self._queues):
+                if queue:
+                    return level
+        return None
+
     def push(self, level: int, item: T) -> None:
         """Append ``item`` to level ``level`` (clamped into range)."""
         if level < 0:

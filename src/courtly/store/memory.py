@@ -69,6 +69,9 @@ class _MemoryRows:
         host, depth, url = _decode(popped[1])
         return host, popped[0], depth, url
 
+    def front_best_level(self) -> int | None:
+        return self.front.best_level()
+
     def _rank(self, host_key: str, rank: int) -> deque[str]:
         queues = self.back.get(host_key)
         if queues is None:
@@ -108,10 +111,10 @@ class _MemoryRows:
             if not any(queues):
                 del self.back[host_key]
 
-    def back_promote(self, host_key: str, url: str, rank: int, pinned: int | None) -> bool:
+    def back_promote(self, host_key: str, url: str, rank: int, pinned: int | None) -> int | None:
         queues = self.back.get(host_key)
         if queues is None:
-            return False
+            return None
         suffix = " " + url
         for worse in range(rank + 1, len(queues)):
             queue = queues[worse]
@@ -123,8 +126,8 @@ class _MemoryRows:
                     if not queue:
                         queues[worse] = None
                     self._rank(host_key, rank).append(entry)
-                    return True
-        return False
+                    return worse
+        return None
 
     def back_clear(self, host_key: str) -> list[tuple[int, str]]:
         queues = self.back.pop(host_key, ())

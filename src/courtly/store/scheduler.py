@@ -132,6 +132,10 @@ class QueueRows(Protocol):
         if empty."""
         ...
 
+    def front_best_level(self) -> int | None:
+        """The best (smallest) non-empty front level; ``None`` if the front tier is empty."""
+        ...
+
     def back_append(self, host_key: str, rank: int, depth: int, url: str) -> None:
         """Append a URL to the tail of rank ``rank`` (``0 .. back_ranks - 1``) of the
         host's back queue."""
@@ -153,10 +157,10 @@ class QueueRows(Protocol):
         """Remove the URL ``handle`` names (the head :meth:`back_head` returned)."""
         ...
 
-    def back_promote(self, host_key: str, url: str, rank: int, pinned: int | None) -> bool:
+    def back_promote(self, host_key: str, url: str, rank: int, pinned: int | None) -> int | None:
         """Move ``url`` from a worse rank of the host's back queue to the tail of ``rank``;
-        ``False`` if it is not there at a worse rank. ``pinned`` is the handle of the
-        leased head, never moved."""
+        the rank it left, or ``None`` if it is not there at a worse rank. ``pinned`` is
+        the handle of the leased head, never moved."""
         ...
 
     def back_clear(self, host_key: str) -> list[tuple[int, str]]:
@@ -187,14 +191,32 @@ class QueueRows(Protocol):
 
 
 class _Held:
-    """A held host: URLs in its back queue (the leased head included), and whether it
-    holds a slot (a leased host always does)."""
+    """A held host: URLs in its back queue (the leased head included) in all and per
+    rank, the rank of its leased head, whether it holds a slot (a leased host always
+    does), and its live entry in the due heap (``due``: its sequence number, 0 if none;
+    ``due_rank``: the head rank that entry was pushed with)."""
 
-    __slots__ = ("active", "length")
+    __slots__ = ("active", "due", "due_at", "due_rank", "leased_rank", "length", "ranks")
 
-    def __init__(self, length: int) -> None:
-        self.length = length
+    def __init__(self, ranks: list[int]) -> None:
+        self.ranks = ranks
+        self.length = sum(ranks)
         self.active = False
+        self.leased_rank = 0
+        self.due = 0
+        self.due_rank = 0
+        self.due_at = 0.0
+
+    def head_rank(self) -> int:
+        """The rank of the head of the back queue (its best non-empty rank)."""
+        for rank, n in enumerate(self.ranks):
+            if n:
+                return rank
+        raise LookupError("empty back queue")
+
+    def append(self, rank: int) -> None:
+        self.ranks[rank] += 1
+        self.length += 1
 
 
 class Scheduler:
@@ -215,6 +237,8 @@ class Scheduler:
         self._scan = queues.activation_scan
         self._held: dict[str, _Held] = {}
         self._ready: list[tuple[float, int, str]] = []
+        self._due: list[tuple[int, float, int, str]] = []
+        self._due_live = 0
         self._wake: list[tuple[float, int, str]] = []
         self._active = 0
         self._seq = 0
@@ -280,8 +304,7 @@ class Scheduler:
                 # held, nothing of it in the front tier: straight to its back queue
                 rank = NEWS_RANK if news else rank_of(entry.level, self._levels)
                 rows.back_append(key, rank, entry.depth, entry.url)
-                queue.length += 1
-                self._back_size += 1
+                self._appended(key, queue, rank)
             else:
                 rows.front_push(entry.level, key, entry.depth, entry.url)
                 if news:
@@ -320,7 +343,12 @@ class Scheduler:
                 self._hint(entry.url, rank)
                 continue
             pinned = self._handles.get(key) if lease is not None else None
-            out.append(queue is not None and rows.back_promote(key, entry.url, rank, pinned))
+            left = None if queue is None else rows.back_promote(key, entry.url, rank, pinned)
+            if queue is not None and left is not None:
+                queue.ranks[left] -= 1
+                queue.length -= 1
+                self._appended(key, queue, rank, counted=True)
+            out.append(left is not None)
         return out
 
     def _hint(self, url: str, rank: int) -> None:
@@ -342,19 +370,28 @@ class Scheduler:
         """
         self._reclaim(now_at)
         self._wake_due(now_at)
+        self._ripen(now_at)
         rows = self._rows
-        ready = self._ready
+        levels = self._levels
         out: list[Lease] = []
         scan = max(self._scan, _LEASE_SCAN_PER_LEASE * max_leases)
         while len(out) < max_leases:
-            if ready and ready[0][0] <= now_at:
-                _, _, key = heapq.heappop(ready)
-                out.append(self._lease_head(key, now_at, ttl_s))
-            elif scan > 0 and self._active < self._max_slots and rows.front_len():
-                scan -= 1
-                self._take_from_front(now_at)
-            else:
+            due = self._best_due()
+            if scan > 0 and self._active < self._max_slots:
+                best = rows.front_best_level()
+                if best is not None and (due is None or rank_of(best, levels) < due[0]):
+                    # the front tier holds a better level than any ready host's head
+                    scan -= 1
+                    self._take_from_front(now_at)
+                    self._ripen(now_at)
+                    continue
+            if due is None:
                 break
+            heapq.heappop(self._due)
+            key = due[3]
+            self._held[key].due = 0
+            self._due_live -= 1
+            out.append(self._lease_head(key, now_at, ttl_s))
         return out, self._next_ready_at(now_at, scan == 0)
 
     def end_lease(self, lease: Lease, host: HostState | None) -> bool:
@@ -379,7 +416,9 @@ class Scheduler:
         key = lease.host_key
         rows = self._rows
         rows.back_pop(key, self._handles.pop(key))
-        self._held[key].length -= 1
+        queue = self._held[key]
+        queue.length -= 1
+        queue.ranks[queue.leased_rank] -= 1
         row = rows.host(key)
         row.queued -= 1
         rows.host_changed(key)
@@ -409,6 +448,7 @@ class Scheduler:
     def counts(self, now_at: float, front_queued: int, seen: int) -> FrontierCounts:
         """The snapshot the stores report (see :class:`FrontierCounts`)."""
         ready, parked_active = self._tally(self._ready, now_at)
+        ready += self._due_live
         due, parked_inactive = self._tally(self._wake, now_at)
         parked = parked_active + parked_inactive
         return FrontierCounts(
@@ -417,7 +457,7 @@ class Scheduler:
             back_queued=self._back_size,
             hosts_active=self._active,
             hosts_ready=ready,
-            hosts_snoozed=len(self._ready) - ready,
+            hosts_snoozed=len(self._ready) + self._due_live - ready,
             hosts_parked=parked,
             hosts_retired=self.hosts_retired,
             leased=len(self._leases),
@@ -441,17 +481,27 @@ class Scheduler:
 
     # -- resume ---------------------------------------------------------------------
 
-    def restore(self, host_key: str, length: int, next_allowed_at: float) -> None:
-        """A back queue of ``length`` URLs found at open: the host starts inactive and
-        wakes when due (no lease survives a restart)."""
-        self._held[host_key] = _Held(length)
-        self._back_size += length
+    def restore(self, host_key: str, ranks: Sequence[int], next_allowed_at: float) -> None:
+        """A back queue found at open, ``ranks[r]`` URLs of rank ``r``: the host starts
+        inactive and wakes when due (no lease survives a restart)."""
+        counts = [0] * back_ranks(self._levels)
+        for rank, n in enumerate(ranks):
+            counts[rank] += n
+        queue = self._held[host_key] = _Held(counts)
+        self._back_size += queue.length
         self._seq += 1
         self._wake.append((next_allowed_at, self._seq, host_key))
 
     def hold_until(self, floor_at: float) -> None:
         """Serve no host before ``floor_at`` (after a resume: see the SQLite store)."""
         self._floor_at = floor_at
+        held = self._held
+        for _, _, seq, key in self._due:
+            if held[key].due == seq:  # due now, held until the floor like the rest
+                held[key].due = 0
+                self._ready.append((floor_at, seq, key))
+        self._due.clear()
+        self._due_live = 0
         self._ready = [(max(at, floor_at), seq, key) for at, seq, key in self._ready]
         self._wake = [(max(at, floor_at), seq, key) for at, seq, key in self._wake]
         heapq.heapify(self._ready)
@@ -461,6 +511,8 @@ class Scheduler:
 
     def _lease_head(self, key: str, now_at: float, ttl_s: float) -> Lease:
         depth, url, attempts, handle = self._rows.back_head(key)
+        queue = self._held[key]
+        queue.leased_rank = queue.head_rank()
         self._handles[key] = handle
         self._back_size -= 1
         self.token += 1
@@ -483,8 +535,7 @@ class Scheduler:
         queue = self._held.get(key)
         if queue is not None:
             rows.back_append(key, rank, depth, url)
-            queue.length += 1
-            self._back_size += 1
+            self._appended(key, queue, rank)
             return
         row = rows.host(key)
         if row.state.retired is not None:
@@ -493,9 +544,10 @@ class Scheduler:
             rows.record((_dropped(url, depth, row.state.retired),))
             return
         rows.back_append(key, rank, depth, url)
-        self._held[key] = _Held(1)
+        queue = self._held[key] = _Held([0] * back_ranks(self._levels))
+        queue.append(rank)
         self._back_size += 1
-        self._place(key, self._held[key], row.state.next_allowed_at, now_at)
+        self._place(key, queue, row.state.next_allowed_at, now_at)
 
     def _place(self, key: str, queue: _Held, at: float, now_at: float) -> None:
         """Put an unleased held host in the ready heap (with a slot) or the wake heap."""
@@ -536,7 +588,48 @@ class Scheduler:
     def _let_go(self, key: str, queue: _Held) -> None:
         if queue.active:
             self._active -= 1
+        if queue.due:
+            self._due_live -= 1
         del self._held[key]
+
+    def _appended(self, key: str, queue: _Held, rank: int, *, counted: bool = False) -> None:
+        """``rank`` gained a URL of the host's back queue (``counted``: already in
+        ``_back_size``); a host in the due heap whose head rank so improved is pushed
+        again with it (the old entry is skipped when it surfaces)."""
+        queue.append(rank)
+        if not counted:
+            self._back_size += 1
+        if queue.due and rank < queue.due_rank:
+            self._due_live -= 1
+            self._push_due(key, queue, queue.due_at)
+
+    def _push_due(self, key: str, queue: _Held, at: float) -> None:
+        """Put a ready host in the due heap, keyed by its head rank, then by time due."""
+        self._seq += 1
+        rank = queue.head_rank()
+        queue.due = self._seq
+        queue.due_rank = rank
+        queue.due_at = at
+        self._due_live += 1
+        heapq.heappush(self._due, (rank, at, self._seq, key))
+
+    def _ripen(self, now_at: float) -> None:
+        """Ready hosts whose time has come move from the ready heap to the due heap."""
+        ready, held = self._ready, self._held
+        while ready and ready[0][0] <= now_at:
+            at, _, key = heapq.heappop(ready)
+            self._push_due(key, held[key], at)
+
+    def _best_due(self) -> tuple[int, float, int, str] | None:
+        """The due heap's best live entry (stale ones dropped), left in place."""
+        due, held = self._due, self._held
+        while due:
+            top = due[0]
+            queue = held.get(top[3])
+            if queue is not None and queue.due == top[2]:
+                return top
+            heapq.heappop(due)
+        return None
 
     def _reclaim(self, now_at: float) -> None:
         """Void expired leases: the URL is still at its queue's head; requeue the host."""
@@ -563,6 +656,8 @@ class Scheduler:
 
     def _next_ready_at(self, now_at: float, scan_spent: bool) -> float | None:
         candidates: list[float] = []
+        if self._due_live:
+            candidates.append(now_at)
         if self._ready:
             candidates.append(self._ready[0][0])
         if self._active < self._max_slots:

@@ -80,7 +80,7 @@ from courtly.frontier.seen import BloomSeenSet
 from courtly.store.base import LeaseBatch
 from courtly.store.revisit_rows import DueBatch, RevisitRow, requeue
 from courtly.store.revisit_sqlite import SqliteRevisitRows
-from courtly.store.scheduler import HostRow, Scheduler
+from courtly.store.scheduler import HostRow, Scheduler, back_ranks
 from courtly.store.sqlite_schema import open_database
 
 __all__ = ["SqliteStore"]
@@ -256,6 +256,13 @@ class _SqliteRows:
         self._front_deletes.append((level, fid))
         return host, level, depth, url
 
+    def front_best_level(self) -> int | None:
+        if self.levels.size:
+            for level, n in enumerate(self.levels.counts):
+                if n:
+                    return level
+        return None
+
     def _read_ahead(self, level: int) -> None:
         self.write_pending()
         rows = self._db.execute(
@@ -309,21 +316,25 @@ class _SqliteRows:
         if span[0] == 0:
             del self.back[host_key]
 
-    def back_promote(self, host_key: str, url: str, rank: int, pinned: int | None) -> bool:
+    def back_promote(self, host_key: str, url: str, rank: int, pinned: int | None) -> int | None:
         span = self.back.get(host_key)
         if span is None:
-            return False
+            return None
         if self._back_inserts:
             self.write_pending()
+        found = self._db.execute(
+            "SELECT rank, seq FROM back WHERE host_key = ? AND url = ? AND rank > ? AND seq != ?",
+            (host_key, url, rank, -1 if pinned is None else pinned),
+        ).fetchone()
+        if found is None:
+            return None
         self._begin(1)
-        moved = self._db.execute(
-            "UPDATE back SET rank = ?, seq = ? "
-            "WHERE host_key = ? AND url = ? AND rank > ? AND seq != ?",
-            (rank, span[1], host_key, url, rank, -1 if pinned is None else pinned),
-        ).rowcount
-        if moved:
-            span[1] += 1
-        return bool(moved)
+        self._db.execute(
+            "UPDATE back SET rank = ?, seq = ? WHERE host_key = ? AND seq = ?",
+            (rank, span[1], host_key, found[1]),
+        )
+        span[1] += 1
+        return int(found[0])
 
     def back_clear(self, host_key: str) -> list[tuple[int, str]]:
         self.write_pending()
@@ -869,12 +880,18 @@ class SqliteStore:
             add(url)
             rows.seen_tail += 1
 
-        # one pass over the back table's primary key: rows and last seq per host
-        for host, length, last in db.execute(
-            "SELECT host_key, count(*), max(seq) FROM back GROUP BY host_key"
+        # one pass over the back_order index: rows per rank and last seq per host
+        ranks: dict[str, list[int]] = {}
+        last_seq: dict[str, int] = {}
+        for host, rank, length, last in db.execute(
+            "SELECT host_key, rank, count(*), max(seq) FROM back GROUP BY host_key, rank"
         ).fetchall():
-            rows.back[host] = [int(length), int(last) + 1]
-            sched.restore(host, int(length), rows.host(host).state.next_allowed_at)
+            counts = ranks.setdefault(host, [0] * back_ranks(self._cfg.levels))
+            counts[min(int(rank), len(counts) - 1)] += int(length)
+            last_seq[host] = max(last_seq.get(host, -1), int(last))
+        for host, counts in ranks.items():
+            rows.back[host] = [sum(counts), last_seq[host] + 1]
+            sched.restore(host, counts, rows.host(host).state.next_allowed_at)
         self._floor_pending = bool(meta) and self._resume_guard_s > 0
 
     def _apply_resume_floor(self, now_at: float) -> None:

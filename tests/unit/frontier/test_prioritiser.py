@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from courtly.frontier.prioritiser import PrioritySignals, is_lifted, prioritise
+from courtly.frontier.prioritiser import INLINKS_STEP, PrioritySignals, is_lifted, prioritise
 
 
 def test_seeds_and_recrawls_go_first() -> None:
@@ -17,7 +17,7 @@ def test_deeper_pages_sink() -> None:
 def test_inlinks_and_host_quality_lift() -> None:
     base = prioritise(PrioritySignals(depth=2), 5)
     assert base == 3
-    assert prioritise(PrioritySignals(depth=2, inlinks=8), 5) == base - 2
+    assert prioritise(PrioritySignals(depth=2, inlinks=2 * INLINKS_STEP), 5) == base - 2
     assert prioritise(PrioritySignals(depth=2, host_quality=1.0), 5) == base - 1
     assert prioritise(PrioritySignals(depth=2, host_quality=-1.0), 5) == base + 1
 

@@ -253,3 +253,29 @@ async def test_delay_source_and_last_status_survive_reopen(tmp_path: Path) -> No
     store = open_store(path)
     assert await store.host_state("cd.test") == state
     await store.aclose()
+
+
+async def test_hosts_are_served_by_head_rank_after_reopen(tmp_path: Path) -> None:
+    """A back queue's URLs per rank are counted again at open (one grouped read), so ready
+    hosts are still leased best head first, a promoted URL's new rank included."""
+    path = tmp_path / "frontier.db"
+    queues = QueueConfig(levels=3, max_back_queues=4)
+    store = SqliteStore(path, queues, rng=random.Random(3))
+    await store.add([url("a.test", "x", 2), url("b.test", "x", 2)], T0, NO_BUDGET)
+    for lease in (await store.lease(T0, TTL_S, 2)).leases:
+        found = [url(lease.host_key, "y", 2), url(lease.host_key, "z", 2)]
+        assert (
+            await store.complete(lease, lease.host, found, T0, NO_BUDGET) == [AddStatus.QUEUED] * 2
+        )
+    # b.test's last URL moves up to level 0: its head is now the best of the two hosts
+    assert await store.promote([url("b.test", "z", 0)], T0) == [True]
+    await store.aclose()
+
+    store = SqliteStore(path, queues, rng=random.Random(3), resume_guard_s=0.0)
+    batch = await store.lease(T0 + 10, TTL_S, 2)
+    assert [le.url for le in batch.leases] == ["http://b.test/z", "http://a.test/y"]
+    for lease in batch.leases:
+        await store.complete(lease, lease.host, (), T0 + 10, NO_BUDGET)
+    rest = (await store.lease(T0 + 20, TTL_S, 2)).leases
+    assert sorted(le.url for le in rest) == ["http://a.test/z", "http://b.test/y"]
+    await store.aclose()
