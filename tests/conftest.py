@@ -14,6 +14,7 @@ up once. A serial run (plain ``pytest``) sees the same order.
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 HEAVY = (
     "integration/test_crawl.py",
@@ -50,3 +51,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     ranks = {item.path: _rank(item, slow_modules) for item in items}
     # sorted() is stable: modules keep their collection order within a rank
     items[:] = sorted(items, key=lambda item: ranks[item.path])
+
+
+# Hypothesis: the examples are the point, not how long one takes on a loaded machine.
+# Its deadline (200 ms an example) and its too-slow health check time the machine, not
+# the code: off for the whole suite. Example counts and every property stay as written.
+settings.register_profile("courtly", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("courtly")
