@@ -7,6 +7,10 @@ STAMP   = $(VENV)/.installed
 # directory on PYTHONPATH, sharing the venv's other dependencies (about 6 s to install).
 SCRAPY_OLDEST      = $(VENV)/scrapy-oldest
 SCRAPY_OLDEST_PINS = 'scrapy==2.13.4' 'twisted==25.5.0'
+# TEST_WORKERS=2 runs the suite on two worker processes (pytest-xdist): a module (a class,
+# for a test class) is one unit, handed out longest first (tests/conftest.py). The
+# default, 0, is one process: see docs/testing.md for why, and for the time budget.
+TEST_WORKERS ?= 0
 
 .PHONY: test lint typecheck unit demo bench clean
 
@@ -26,7 +30,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 unit: $(STAMP)
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
 
 test: lint typecheck unit
 

@@ -26,6 +26,7 @@ from courtly.exit_codes import ExitCode, exit_code_for
 from courtly.fetch import MemoryFetcher
 from courtly.fetch.memory import Reply
 from courtly.frontier.config import QueueConfig
+from courtly.frontier.politeness import PolitenessConfig
 from courtly.store.memory import MemoryStore
 from courtly.store.sqlite import SqliteStore
 
@@ -74,14 +75,57 @@ async def _catalogue(state: Path) -> dict[str, CatalogueEntry]:
         await store.aclose()
 
 
+class LeapingClock(SystemClock):
+    """The wall clock, which the test can move forward (``leap``): a ``max_time`` stop
+    then comes as soon as the work the test waits for is done, however long a loaded
+    machine took to do it, instead of at a wall-clock moment that may come first."""
+
+    def __init__(self) -> None:
+        self.ahead_s = 0.0
+
+    def now(self) -> float:
+        return super().now() + self.ahead_s
+
+    def leap(self, delta_s: float) -> None:
+        self.ahead_s += delta_s
+
+    async def sleep(self, delay_s: float) -> None:
+        deadline = self.now() + delay_s
+        # No event to wait on: a leap moves the clock, and ends the sleep within 50 ms.
+        while (left_s := deadline - self.now()) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(min(left_s, 0.05))
+
+
+MAX_TIME_S = 60.0
+"""The crawl's ``max_time``: the test leaps to it once every URL has been answered."""
+ANSWERED = ("http://a.test/ok ", "http://a.test/gone ", "http://a.test/refused ")
+
+
 async def test_the_catalogue_says_why_each_fetch_failed(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     state = tmp_path / "S"
-    config = _config(state, "http://a.test/", "http://busy.test/", max_time_s=2.0)
-    fetcher = MemoryFetcher(_site, SystemClock())
+    config = _config(state, "http://a.test/", "http://busy.test/", max_time_s=MAX_TIME_S)
+    clock = LeapingClock()
+    fetcher = MemoryFetcher(_site, clock)
+
+    def logged() -> list[str]:
+        return [r.getMessage() for r in caplog.records if r.name == "courtly.crawl"]
+
+    async def leap_once_answered() -> None:
+        # busy.test stays throttled (Retry-After 3600 s): only max_time ends this crawl.
+        # The crawl's log lines are the evidence, read as they come (no event to wait on).
+        while not (  # noqa: ASYNC110
+            all(any(line.startswith(url) for line in logged()) for url in ANSWERED)
+            and any("http://busy.test/ 429" in line for line in logged())
+        ):
+            await asyncio.sleep(0.02)
+        clock.leap(MAX_TIME_S)
+
     with caplog.at_level(logging.INFO, logger="courtly.crawl"):
-        snapshot = await Crawler(config, fetcher=fetcher).run()
+        leaping = asyncio.create_task(leap_once_answered())
+        snapshot = await Crawler(config, fetcher=fetcher, clock=clock).run()
+    assert leaping.done(), "the crawl stopped before every URL was answered"
     entries = await _catalogue(state)
     assert entries["http://a.test/"].fail_reason is None
     assert entries["http://a.test/ok"].fail_reason is None
@@ -91,10 +135,10 @@ async def test_the_catalogue_says_why_each_fetch_failed(
     assert (busy.status, busy.fail_reason) == (None, "http_429")  # throttled: not fetched yet
     assert snapshot.stop_reason == "max_time" and exit_code_for(snapshot) is ExitCode.LIMIT
     # -v: one line per URL asked for, saying what came of it
-    logged = [r.getMessage() for r in caplog.records if r.name == "courtly.crawl"]
-    for url in ("http://a.test/ok", "http://a.test/gone", "http://a.test/refused"):
-        assert any(line.startswith(url + " ") for line in logged), (url, logged)
-    assert any("http://busy.test/ 429" in line for line in logged)
+    lines = logged()
+    for url in ANSWERED:
+        assert any(line.startswith(url) for line in lines), (url, lines)
+    assert any("http://busy.test/ 429" in line for line in lines)
 
 
 async def test_a_stored_bad_seed_is_reported_and_skipped_on_resume(
@@ -108,8 +152,11 @@ async def test_a_stored_bad_seed_is_reported_and_skipped_on_resume(
     await store.put_blob("crawl", "config", json.dumps(old).encode())
     await store.aclose()
     config = _config(state)  # no seeds: resume what the state holds
+    # /refused is retried max_attempts times: after 0.1 s and 0.2 s, not the default 5 s and 10 s
+    quick = PolitenessConfig(min_delay_s=0.01, delay_factor=0.0, error_backoff_s=0.1)
+    fetcher = MemoryFetcher(_site, SystemClock())
     with caplog.at_level(logging.WARNING, logger="courtly.crawl"):
-        snapshot = await Crawler(config, fetcher=MemoryFetcher(_site, SystemClock())).run()
+        snapshot = await Crawler(config, fetcher=fetcher, politeness=quick).run()
     assert snapshot.skipped["invalid_seed"] == 2
     warned = [r.getMessage() for r in caplog.records if "stored seed" in r.getMessage()]
     assert len(warned) == 2 and any("'not a url'" in line for line in warned)

@@ -43,7 +43,6 @@ if TYPE_CHECKING:
         wait_all,
     )
 else:  # tests/integration is no package: pytest puts its directory on the path
-    from conftest import PER_IP, LiveWeb
     from test_redis_crawl import (
         CONCURRENCY,
         COVERAGE_FLOOR,
@@ -52,6 +51,8 @@ else:  # tests/integration is no package: pytest puts its directory on the path
         start_fetcher,
         wait_all,
     )
+
+    from conftest import PER_IP, LiveWeb
 
 pytestmark = [
     pytest.mark.integration,
