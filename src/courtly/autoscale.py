@@ -18,7 +18,10 @@ samples of the last ``window_s`` seconds: if more than ``overloaded_share`` of
 them had the CPU above ``max_cpu_ratio`` or the loop lag above
 ``max_loop_lag_s``, the desired count shrinks by ``shrink_ratio``; else, if at
 least ``busy_share`` of them were capped (there is work waiting for a fetcher),
-it grows by ``grow_ratio``; else it stays. It never leaves
+it grows: by ``fast_grow_ratio`` (doubles) when every sample had the CPU at most
+``roomy_cpu_ratio`` and the loop lag at most half ``max_loop_lag_s`` (the machine
+has plenty of room: a start-up burst of hosts due at once), else by
+``grow_ratio``; else it stays. It never leaves
 ``[min_fetchers, max_fetchers]``. ``--concurrency N`` pins it
 (:meth:`AutoscaleConfig.pinned`): no sampling at all.
 """
@@ -75,6 +78,11 @@ class AutoscaleConfig:
     busy_share: float = 0.5
     """Grow (when not overloaded) if at least this share of the samples were capped."""
     grow_ratio: float = 0.25
+    fast_grow_ratio: float = 1.0
+    """Growth when busy with room to spare (see ``roomy_cpu_ratio``)."""
+    roomy_cpu_ratio: float = 0.5
+    """Busy, and every sample at most this CPU ratio (and half the lag limit): grow by
+    ``fast_grow_ratio``."""
     shrink_ratio: float = 0.1
 
     def __post_init__(self) -> None:
@@ -90,6 +98,10 @@ class AutoscaleConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and 0 <= value <= 1):
                 raise ValueError(f"{name} must lie within [0, 1], got {value!r}")
+        if not (math.isfinite(self.fast_grow_ratio) and self.grow_ratio <= self.fast_grow_ratio):
+            raise ValueError("fast_grow_ratio must be finite and at least grow_ratio")
+        if not (math.isfinite(self.roomy_cpu_ratio) and self.roomy_cpu_ratio >= 0):
+            raise ValueError("roomy_cpu_ratio must be a finite number >= 0")
 
     @classmethod
     def pinned(cls, fetchers: int) -> AutoscaleConfig:
@@ -138,6 +150,8 @@ class Load(enum.Enum):
     OVERLOADED = "overloaded"
     BUSY = "busy"
     """Not overloaded, and fetchers were the limit: more would do more."""
+    ROOMY = "roomy"
+    """Busy, and the CPU and the loop were far from their limits in every sample."""
     IDLE = "idle"
     """Not overloaded, and fetchers were not the limit (no host waiting for one)."""
 
@@ -152,22 +166,28 @@ def judge_load(samples: Sequence[LoadSample], cfg: AutoscaleConfig) -> Load:
     if overloaded > cfg.overloaded_share * len(samples):
         return Load.OVERLOADED
     capped = sum(1 for s in samples if s.capped)
-    if capped >= cfg.busy_share * len(samples):
-        return Load.BUSY
-    return Load.IDLE
+    if capped < cfg.busy_share * len(samples):
+        return Load.IDLE
+    lag_s = cfg.max_loop_lag_s / 2
+    if all(s.cpu_ratio <= cfg.roomy_cpu_ratio and s.loop_lag_s <= lag_s for s in samples):
+        return Load.ROOMY
+    return Load.BUSY
 
 
 def next_desired(desired: int, samples: Sequence[LoadSample], cfg: AutoscaleConfig) -> int:
     """Pure: the desired fetcher count after ``samples`` (the last window), within bounds.
 
     Overloaded: ``desired − ceil(shrink_ratio × desired)``; busy: ``desired +
-    ceil(grow_ratio × desired)``; idle: unchanged.
+    ceil(grow_ratio × desired)``; roomy: ``desired + ceil(fast_grow_ratio × desired)``;
+    idle: unchanged.
     """
     load = judge_load(samples, cfg)
     if load is Load.OVERLOADED:
         desired -= max(1, math.ceil(cfg.shrink_ratio * desired))
     elif load is Load.BUSY:
         desired += max(1, math.ceil(cfg.grow_ratio * desired))
+    elif load is Load.ROOMY:
+        desired += max(1, math.ceil(cfg.fast_grow_ratio * desired))
     return min(cfg.max_fetchers, max(cfg.min_fetchers, desired))
 
 
