@@ -11,7 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from courtly.clock import FakeClock
+from courtly.clock import FakeClock, SystemClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot
 from courtly.crawl.dispatch import LEASE_AHEAD_S, ReadyWaits, wait_until
@@ -171,3 +171,17 @@ def test_ready_waits_keeps_a_bounded_history() -> None:
     assert len(waits._marks) <= 13
     # free every other second: of the last 4 seconds, 2 were free
     assert abs((waits.free_s(999.0) - waits.free_s(995.0)) - 2.0) < 1e-9
+
+
+def test_wait_until_on_the_system_clock_never_returns_early() -> None:
+    clock = SystemClock()
+
+    async def run() -> list[float]:
+        late: list[float] = []
+        for delay_s in (0.0004, 0.003, 0.0105, 0.02):
+            at = clock.now() + delay_s
+            await wait_until(clock, at)
+            late.append(clock.now() - at)
+        return late
+
+    assert all(late >= 0 for late in asyncio.run(run()))

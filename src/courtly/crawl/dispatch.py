@@ -32,7 +32,7 @@ from courtly.page_budget import FetchClaims
 
 __all__ = ["LEASE_AHEAD_S", "Fetches", "ReadyWaits", "idle", "wait_until"]
 
-LEASE_AHEAD_S = 0.025
+LEASE_AHEAD_S = 0.05
 """How far ahead of a host's allowed time the dispatcher may lease it (stores on the
 crawl's clock only). The fetch task then waits for the allowed time itself: the lease
 step, the task's start and the robots.txt lookup are done by then. A leased host's
@@ -124,8 +124,20 @@ async def idle(wake: asyncio.Event, clock: Clock, wait_s: float) -> None:
         sleeper.cancel()
 
 
+_TIMER_SLACK_S = 0.0015
+"""Added to a timer on the system clock so that it fires after its time, not up to a
+millisecond before it (the loop's timers keep whole milliseconds): one turn of the loop
+for the wait, where a timer that fired early takes another (and a turn of a busy loop
+costs more than the slack)."""
+
+
 async def wait_until(clock: Clock, at: float) -> None:
     """Return once ``clock.now() >= at``, never before (at once if it already is)."""
+    if type(clock) is SystemClock:
+        # A time to reach, no event to wait on: the slack makes it one timer.
+        while (left_s := at - clock.now()) > 0:  # noqa: ASYNC110
+            await asyncio.sleep(left_s + _TIMER_SLACK_S)
+        return
     while (left_s := at - clock.now()) > 0:
         await clock.sleep(left_s)
 
