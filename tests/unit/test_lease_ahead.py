@@ -185,3 +185,42 @@ def test_wait_until_on_the_system_clock_never_returns_early() -> None:
         return late
 
     assert all(late >= 0 for late in asyncio.run(run()))
+
+
+def test_no_request_starts_after_a_stop_and_waiting_leases_are_given_back(tmp_path: Path) -> None:
+    clock = FakeClock()
+    after_stop: list[str] = []
+    crawler: Crawler | None = None
+
+    def handler(url: str) -> tuple[int, dict[str, str], bytes]:
+        assert crawler is not None
+        if crawler._stopping:
+            after_stop.append(url)
+        if url.endswith("/robots.txt"):
+            return (404, {}, b"")
+        n = int(url.rsplit("/p", 1)[-1]) if "/p" in url else 0
+        if n == 3 and url.startswith("http://h0."):
+            crawler.request_stop()  # while the other hosts' leases wait for their time
+        return (200, {"Content-Type": "text/html"}, f'<a href="/p{n + 1}">n</a>'.encode())
+
+    async def crawl() -> CrawlSnapshot:
+        nonlocal crawler
+        config = CrawlConfig(
+            state_dir=tmp_path / "s",
+            user_agent=UA,
+            seeds=tuple(f"http://h{i}.test/" for i in range(6)),
+            min_delay_s=0.5,
+            delay_factor=0.0,
+            concurrency=8,
+            store="memory",
+            follow_sitemaps=False,
+            progress_interval_s=60.0,
+        )
+        crawler = Crawler(config, clock=clock, fetcher=MemoryFetcher(handler, clock))
+        return await crawler.run()
+
+    snapshot = asyncio.run(crawl())
+    assert snapshot.stop_reason == "requested"
+    assert after_stop == []
+    assert snapshot.counts.leased == 0  # every lease given back or completed
+    assert snapshot.counts.queued >= 6  # the next page of every host is still queued

@@ -46,7 +46,9 @@ class Fetches:
     dispatcher); ``in_flight`` counts the tasks started and not yet ended.
     """
 
-    def __init__(self, claims: FetchClaims, on_end: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, claims: FetchClaims, on_end: Callable[[asyncio.Task[None]], None] | None = None
+    ) -> None:
         self.claims = claims
         self.wake = asyncio.Event()
         self.in_flight = 0
@@ -79,7 +81,7 @@ class Fetches:
         self.claims.ended(task)
         self.wake.set()
         if self.on_end is not None:
-            self.on_end()
+            self.on_end(task)
 
     def cancel(self) -> None:
         for task in self.tasks:
