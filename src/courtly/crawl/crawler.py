@@ -511,7 +511,8 @@ class Crawler:
                 self._note_free()
                 await self._idle(_IDLE_S)
                 continue
-            batch = await self.frontier.lease(free, ahead_s=self._ahead_s)
+            # each lease is announced when its request starts (in _process)
+            batch = await self.frontier.lease(free, ahead_s=self._ahead_s, announce=False)
             if budget is not None:
                 budget.settle(free - len(batch.leases), 0)
             if self._stopping:  # the stop came while leasing: start nothing more
@@ -640,6 +641,7 @@ class Crawler:
             await self.frontier.release(lease)
             return
         self.ready_waits.begun(due, clock.now())
+        self.frontier.begin(lease)
         if decision is None:
             # no page under this lease: its unit of --max-pages serves another host now
             if self._claims.give_back(asyncio.current_task()):
