@@ -32,7 +32,14 @@ the same time budget with the same User-Agent, and then:
 * ``lateness_ms``: how late each request after a host's first started, against the
   end of the host's previous response plus the gap the rule required
   (:func:`courtly.sandbox.lateness`): ``n``, ``p50``, ``p90``, ``p95``, ``p99``, ``mean``.
-  ``benchmarks/lateness.py`` splits it into its causes.
+  ``benchmarks/lateness.py`` splits it into its causes;
+* ``fetchers_idle_while_ready_s`` (courtly only): courtly's own measure, from its own
+  timestamps, of due hosts waiting for their request while a fetcher was free, summed
+  over its processes (host-seconds; see :func:`dispatch_figures`), with
+  ``fetchers_idle_while_ready_ms_per_request``, ``fetchers_idle_while_ready_share``
+  (requests that waited more than 1 ms so), ``fetchers_idle_while_ready_max_s`` and
+  ``dispatch_requests_measured``. The server's log cannot tell it: it does not know
+  when the crawler had a free fetcher.
 
 courtly runs with its defaults: the only flags are those a user must give to
 crawl the sandbox (:func:`courtly_flags`); a run labelled ``courtly_tuned`` adds
