@@ -19,8 +19,10 @@ them had the CPU above ``max_cpu_ratio`` or the loop lag above
 ``max_loop_lag_s``, the desired count shrinks by ``shrink_ratio``; else, if at
 least ``busy_share`` of them were capped (there is work waiting for a fetcher),
 it grows: by ``fast_grow_ratio`` (doubles) when every sample had the CPU at most
-``roomy_cpu_ratio`` and the loop lag at most half ``max_loop_lag_s`` (the machine
-has plenty of room: a start-up burst of hosts due at once), else by
+``roomy_cpu_ratio``, the loop lag at most half ``max_loop_lag_s`` and the loop's
+thread waiting for a CPU at most ``roomy_cpu_wait_ratio`` of the time (the machine
+has plenty of room: a start-up burst of hosts due at once; a process that uses little
+CPU because others leave it none is not roomy), else by
 ``grow_ratio``; else it stays. It never leaves
 ``[min_fetchers, max_fetchers]``. ``--concurrency N`` pins it
 (:meth:`AutoscaleConfig.pinned`): no sampling at all.
@@ -81,8 +83,10 @@ class AutoscaleConfig:
     fast_grow_ratio: float = 1.0
     """Growth when busy with room to spare (see ``roomy_cpu_ratio``)."""
     roomy_cpu_ratio: float = 0.5
-    """Busy, and every sample at most this CPU ratio (and half the lag limit): grow by
-    ``fast_grow_ratio``."""
+    """Busy, and every sample at most this CPU ratio (and half the lag limit, and at most
+    ``roomy_cpu_wait_ratio``): grow by ``fast_grow_ratio``."""
+    roomy_cpu_wait_ratio: float = 0.1
+    """Seconds the loop's thread waited for a CPU per wall second, at most, to be roomy."""
     shrink_ratio: float = 0.1
 
     def __post_init__(self) -> None:
@@ -100,8 +104,10 @@ class AutoscaleConfig:
                 raise ValueError(f"{name} must lie within [0, 1], got {value!r}")
         if not (math.isfinite(self.fast_grow_ratio) and self.grow_ratio <= self.fast_grow_ratio):
             raise ValueError("fast_grow_ratio must be finite and at least grow_ratio")
-        if not (math.isfinite(self.roomy_cpu_ratio) and self.roomy_cpu_ratio >= 0):
-            raise ValueError("roomy_cpu_ratio must be a finite number >= 0")
+        for name in ("roomy_cpu_ratio", "roomy_cpu_wait_ratio"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     @classmethod
     def pinned(cls, fetchers: int) -> AutoscaleConfig:
@@ -132,6 +138,9 @@ class LoadSample:
     in_flight: int
     capped: bool
     """Since the previous sample, a lease filled every free slot (work was waiting)."""
+    cpu_wait_ratio: float = 0.0
+    """Seconds the loop's thread was runnable but waiting for a CPU, per wall second
+    since the previous sample (other processes' load)."""
 
 
 def run_queue_wait_s() -> float:
@@ -169,7 +178,12 @@ def judge_load(samples: Sequence[LoadSample], cfg: AutoscaleConfig) -> Load:
     if capped < cfg.busy_share * len(samples):
         return Load.IDLE
     lag_s = cfg.max_loop_lag_s / 2
-    if all(s.cpu_ratio <= cfg.roomy_cpu_ratio and s.loop_lag_s <= lag_s for s in samples):
+    if all(
+        s.cpu_ratio <= cfg.roomy_cpu_ratio
+        and s.loop_lag_s <= lag_s
+        and s.cpu_wait_ratio <= cfg.roomy_cpu_wait_ratio
+        for s in samples
+    ):
         return Load.ROOMY
     return Load.BUSY
 
@@ -219,6 +233,7 @@ class Autoscaler:
         self._samples: deque[LoadSample] = deque()
         self._last_at: float | None = None
         self._last_cpu = 0.0
+        self._last_wait = 0.0
         self._decided_at: float | None = None
 
     @property
@@ -230,17 +245,23 @@ class Autoscaler:
         """The dispatcher filled every free slot: a host may be waiting for a fetcher."""
         self._capped = True
 
-    def observe(self, at: float, cpu_s: float, loop_lag_s: float, in_flight: int) -> bool:
-        """Record one sample taken at ``at`` with the process CPU total ``cpu_s``; decide if
+    def observe(
+        self, at: float, cpu_s: float, loop_lag_s: float, in_flight: int, cpu_wait_s: float = 0.0
+    ) -> bool:
+        """Record one sample taken at ``at`` with the process CPU total ``cpu_s`` (and the
+        loop thread's total wait for a CPU ``cpu_wait_s``); decide if
         ``decide_interval_s`` has passed. Returns True if :attr:`desired` changed."""
         if self._last_at is None:
             self._last_at, self._last_cpu, self._decided_at = at, cpu_s, at
+            self._last_wait = cpu_wait_s
             self._capped = False
             return False
         wall = at - self._last_at
         ratio = (cpu_s - self._last_cpu) / wall if wall > 0 else 0.0
-        self._last_at, self._last_cpu = at, cpu_s
-        sample = LoadSample(at, ratio, max(0.0, loop_lag_s), self.desired, in_flight, self._capped)
+        waited = max(0.0, (cpu_wait_s - self._last_wait) / wall) if wall > 0 else 0.0
+        self._last_at, self._last_cpu, self._last_wait = at, cpu_s, cpu_wait_s
+        lag = max(0.0, loop_lag_s)
+        sample = LoadSample(at, ratio, lag, self.desired, in_flight, self._capped, waited)
         self._capped = False
         self._samples.append(sample)
         while self._samples and self._samples[0].at <= at - self.cfg.window_s:
@@ -271,11 +292,12 @@ class Autoscaler:
             return
         interval = self.cfg.sample_interval_s
         clock = self._clock
-        self.observe(clock.now(), self._cpu_time(), 0.0, in_flight())
+        self.observe(clock.now(), self._cpu_time(), 0.0, in_flight(), self._cpu_wait())
         while True:
             before, waited = clock.now(), self._cpu_wait()
             await clock.sleep(interval)
             now = clock.now()
-            lag = (now - before - interval) - (self._cpu_wait() - waited)
-            if self.observe(now, self._cpu_time(), lag, in_flight()):
+            wait_s = self._cpu_wait()
+            lag = (now - before - interval) - (wait_s - waited)
+            if self.observe(now, self._cpu_time(), lag, in_flight(), wait_s):
                 on_change()

@@ -50,6 +50,21 @@ def test_doubles_while_work_waits_and_the_machine_has_plenty_of_room() -> None:
     assert next_desired(32, samples, CFG) == 40
     samples[5] = LoadSample(5.0, 0.3, 0.03, 32, 32, True)
     assert next_desired(32, samples, CFG) == 40
+    # little CPU used because the machine gave the process none: not room to spare
+    samples[5] = LoadSample(5.0, 0.2, 0.001, 32, 32, True, cpu_wait_ratio=0.4)
+    assert judge_load(samples, CFG) is Load.BUSY
+    assert next_desired(32, samples, CFG) == 40
+
+
+def test_the_sampler_reads_the_wait_for_a_cpu_per_wall_second() -> None:
+    clock = FakeClock()
+    scaler = Autoscaler(CFG, clock)
+    scaler.observe(clock.now(), 0.0, 0.0, 0, cpu_wait_s=1.0)
+    clock.advance(0.5)
+    scaler.observe(clock.now(), 0.1, 0.0, 0, cpu_wait_s=1.2)
+    (sample,) = scaler.samples
+    assert abs(sample.cpu_wait_ratio - 0.4) < 1e-9
+    assert abs(sample.cpu_ratio - 0.2) < 1e-9
 
 
 def test_stays_when_no_host_waits_for_a_fetcher() -> None:
