@@ -70,34 +70,6 @@ STATUS_FILE = "status.json"
 shows while the crawl holds its state file."""
 
 
-def build_crawler(
-    config: CrawlConfig,
-    *,
-    on_page: OnPage | None = None,
-    clock: Clock | None = None,
-    store: FrontierStore | None = None,
-    fetcher: Fetcher | None = None,
-    progress: ProgressSink | None = None,
-    partition: Partition | None = None,
-    politeness: PolitenessConfig | None = None,
-    autoscale: AutoscaleConfig | None = None,
-    stop_grace_s: float | None = None,
-) -> Crawler:
-    """Wire a crawler from a config; every collaborator can be injected."""
-    return Crawler(
-        config,
-        on_page=on_page,
-        clock=clock,
-        store=store,
-        fetcher=fetcher,
-        progress=progress,
-        partition=partition,
-        politeness=politeness,
-        autoscale=autoscale,
-        stop_grace_s=stop_grace_s,
-    )
-
-
 class Crawler:
     """A polite crawl of ``config.seeds`` within ``config.scope``.
 
@@ -714,3 +686,8 @@ class Crawler:
             self.events.publish(UrlsSkipped(self._clock.now(), tuple(reasons)))
         if entries:
             await self._store.record(entries)
+
+
+build_crawler = Crawler
+"""Wire a crawler from a config: the same call as :class:`Crawler`, every collaborator
+injectable by keyword (kept as the documented name of the wiring entry point)."""

@@ -5,42 +5,31 @@ The scheduler fetches a host's robots.txt under that host's lease, through
 :class:`EngineFetcher`, which sends each exchange down Scrapy's downloader (its
 middlewares, DNS resolver, proxy and TLS settings apply) with redirects, retries
 and status filtering off. Consecutive hops of one robots.txt fetch keep the
-politeness gap between them. :func:`robots_outcome` turns the fetch into the
-frontier outcome that advances the host's politeness state. :class:`RobotsBook`
-keeps the decisions: this process's cache, and the copies in the store (saved by an
-earlier run, or by another process of a shared crawl), read once per authority.
+politeness gap between them (:class:`~courtly.robots_lease.PacedFetcher`), and
+:func:`~courtly.robots_lease.robots_outcome` turns the fetch into the frontier outcome
+that advances the host's politeness state. :class:`RobotsBook` keeps the decisions:
+this process's cache, and the copies in the store (saved by an earlier run, or by another
+process of a shared crawl), read once per authority.
 """
 
 from __future__ import annotations
 
-import logging
-from typing import Any, Final
+from typing import Any
 
 from scrapy import Request
 from twisted.internet.error import DNSLookupError, TCPTimedOutError, TimeoutError
 
 from courtly.clock import Clock
-from courtly.errors import FetchError, StateError
+from courtly.errors import FetchError
 from courtly.fetch.records import FetchResult
-from courtly.frontier import Outcome, OutcomeKind, PolitenessConfig, politeness_delay_s
+from courtly.frontier import Outcome, PolitenessConfig
 from courtly.integrations.scrapy.engine import download
-from courtly.robots import (
-    Authority,
-    RobotsCache,
-    RobotsDecision,
-    RobotsFetchOutcome,
-    fetch_robots,
-    robots_url_for,
-)
-from courtly.robots.persist import outcome_from_bytes, outcome_to_bytes
+from courtly.robots import Authority, RobotsCache, RobotsDecision, fetch_robots, robots_url_for
+from courtly.robots_lease import PacedFetcher, StoredRobots, robots_outcome
 from courtly.store.base import FrontierStore
 
 __all__ = ["ROBOTS_META", "EngineFetcher", "RobotsBook", "robots_outcome"]
 
-log = logging.getLogger(__name__)
-
-_NAMESPACE: Final = "robots"
-"""The blob namespace of stored robots.txt copies, keyed by robots.txt URL."""
 
 ROBOTS_META = "courtly_robots"
 """Set on the scheduler's own robots.txt requests (the feedback signals skip them)."""
@@ -55,23 +44,15 @@ def _error_kind(error: BaseException) -> str:
 
 
 class EngineFetcher:
-    """A :class:`~courtly.fetch.records.Fetcher` over Scrapy's engine, for one host's lease.
+    """A :class:`~courtly.fetch.records.Fetcher` over Scrapy's engine, for one host's lease
+    (one exchange per call: :class:`~courtly.robots_lease.PacedFetcher` keeps the gaps)."""
 
-    Each fetch after the first waits out the politeness gap the previous one earned.
-    """
-
-    def __init__(
-        self, engine: Any, clock: Clock, politeness: PolitenessConfig, download_slot: str
-    ) -> None:
+    def __init__(self, engine: Any, clock: Clock, download_slot: str) -> None:
         self._engine = engine
         self._clock = clock
-        self._politeness = politeness
         self._slot = download_slot
-        self._next_at: float | None = None
 
     async def fetch(self, url: str) -> FetchResult:
-        if self._next_at is not None:
-            await self._clock.sleep(self._next_at - self._clock.now())
         request = Request(
             url,
             dont_filter=True,
@@ -89,7 +70,6 @@ class EngineFetcher:
         try:
             response = await download(self._engine, request)
         except Exception as error:  # any failure of the exchange: no response came
-            self._next_at = self._clock.now() + self._politeness.min_delay_s
             raise FetchError(_error_kind(error), f"{type(error).__name__}: {error}") from error
         ended = self._clock.now()
         headers = tuple(
@@ -97,8 +77,6 @@ class EngineFetcher:
             for key, values in response.headers.items()
             for value in values
         )
-        gap = politeness_delay_s(ended - started, None, 0.0, self._politeness)
-        self._next_at = ended + gap
         return FetchResult(
             url=url,
             status=response.status,
@@ -108,23 +86,6 @@ class EngineFetcher:
             ended_at=ended,
             ip=str(response.ip_address) if response.ip_address is not None else None,
         )
-
-
-def robots_outcome(
-    fetched: RobotsFetchOutcome, decision: RobotsDecision, user_agent: str, now_at: float
-) -> Outcome:
-    """The politeness outcome of a robots.txt fetch (its last exchange decides)."""
-    if not fetched.results:
-        return Outcome(OutcomeKind.NETWORK_ERROR, now_at, now_at)
-    last = fetched.results[-1]
-    started, ended = fetched.results[0].started_at, last.ended_at
-    retry = fetched.retry_after_s(ended)
-    crawl_delay = decision.crawl_delay_s(user_agent)
-    if fetched.kind == "unreachable" and last.status < 500 and last.status != 429:
-        return Outcome(OutcomeKind.SERVER_ERROR, started, ended, last.status, retry, crawl_delay)
-    return Outcome.from_status(
-        last.status, started, ended, retry_after_s=retry, crawl_delay_s=crawl_delay
-    )
 
 
 class RobotsBook:
@@ -137,43 +98,21 @@ class RobotsBook:
         self._shared = shared
         self._politeness = politeness
         self._user_agent = user_agent
-        self._cache = RobotsCache()
-        self._restored: set[Authority] = set()
+        self._stored = StoredRobots(RobotsCache(), clock, shared=shared)
 
     async def decision(self, store: FrontierStore, authority: Authority) -> RobotsDecision | None:
         """The fresh decision for ``authority``, from the cache or the store; ``None``
-        if robots.txt is to be fetched. The store is read once per authority, or, in a
-        ``shared`` crawl, whenever the cache has no fresh decision (another process may
-        have fetched a newer copy)."""
-        decision = self._cache.lookup(authority, self._clock.now())
-        if decision is None and (self._shared or authority not in self._restored):
-            decision = await self._restore(store, authority)
-        return decision
-
-    async def _restore(self, store: FrontierStore, authority: Authority) -> RobotsDecision | None:
-        self._restored.add(authority)
-        data = await store.get_blob(_NAMESPACE, robots_url_for(authority))
-        if not data:
-            return None
-        try:
-            fetched, fetched_at = outcome_from_bytes(data)
-        except StateError as error:
-            log.warning("%s", error)
-            return None
-        self._cache.store(authority, fetched, fetched_at)
-        return self._cache.lookup(authority, self._clock.now())
+        if robots.txt is to be fetched (see :class:`~courtly.robots_lease.StoredRobots`)."""
+        return await self._stored.known(store, authority)
 
     async def fetch(
         self, engine: Any, store: FrontierStore, authority: Authority, download_slot: str
     ) -> Outcome:
         """Fetch ``authority``'s robots.txt through the engine (under its host's lease),
         keep and store the copy; the outcome that advances the host's politeness state."""
-        fetcher = EngineFetcher(engine, self._clock, self._politeness, download_slot)
-        url = robots_url_for(authority)
-        fetched = await fetch_robots(fetcher, url)
+        engine_fetcher = EngineFetcher(engine, self._clock, download_slot)
+        paced = PacedFetcher(engine_fetcher, self._clock, self._politeness)
+        fetched = await fetch_robots(paced, robots_url_for(authority))
         now = self._clock.now()
-        decision = self._cache.store(authority, fetched, now)
-        saved = outcome_to_bytes(fetched, now)
-        if saved is not None:
-            await store.put_blob(_NAMESPACE, url, saved)
-        return robots_outcome(fetched, decision, self._user_agent, now)
+        decision = await self._stored.keep(store, authority, fetched, now)
+        return robots_outcome(fetched, decision, self._user_agent, now, ended_at=paced.ended_at)

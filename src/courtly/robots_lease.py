@@ -1,0 +1,148 @@
+"""robots.txt under a host's lease: what the crawl and the Scrapy scheduler share.
+
+:mod:`courtly.robots` knows RFC 9309 and nothing of the frontier; this module is the
+bridge, used by :mod:`courtly.crawl.robots_gate` and
+:mod:`courtly.integrations.scrapy.robots` alike:
+
+* :class:`PacedFetcher` keeps the politeness gap between the hops of one robots.txt
+  fetch (redirects are followed inside one lease);
+* :func:`robots_outcome` is the frontier outcome of a robots.txt fetch, which advances the
+  host's politeness state when its lease is released;
+* :class:`StoredRobots` is one process's decisions: its cache, and the copies in the store
+  (saved by an earlier run, or by another process of a shared crawl).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Final
+
+from courtly.clock import Clock
+from courtly.errors import FetchError, StateError
+from courtly.fetch.records import Fetcher, FetchResult
+from courtly.frontier.politeness import PolitenessConfig, politeness_delay_s
+from courtly.frontier.records import Outcome, OutcomeKind
+from courtly.robots import Authority, RobotsCache, RobotsDecision, robots_url_for
+from courtly.robots.fetch import RobotsFetchOutcome
+from courtly.robots.persist import outcome_from_bytes, outcome_to_bytes
+from courtly.store.base import FrontierStore
+
+__all__ = ["ROBOTS_NAMESPACE", "PacedFetcher", "StoredRobots", "robots_outcome"]
+
+log = logging.getLogger("courtly.robots")
+
+ROBOTS_NAMESPACE: Final = "robots"
+"""The blob namespace of stored robots.txt copies, keyed by robots.txt URL."""
+
+
+class PacedFetcher:
+    """A fetcher that leaves the politeness gap between its own consecutive requests.
+
+    Each hop is a request like any other, so the next one waits out the delay the previous
+    one earned (k x its fetch time, at least the minimum delay; the minimum delay after a
+    failure). ``ended_at`` is the end of the last request made, a failed one included (when
+    the failure was seen), so the lease's outcome measures the host's gap from the end of
+    the last request, not of the last response.
+    """
+
+    def __init__(self, inner: Fetcher, clock: Clock, politeness: PolitenessConfig) -> None:
+        self._inner = inner
+        self._clock = clock
+        self._politeness = politeness
+        self._next_at: float | None = None
+        self.ended_at: float | None = None
+
+    async def fetch(self, url: str) -> FetchResult:
+        if self._next_at is not None:
+            await self._clock.sleep(self._next_at - self._clock.now())
+        try:
+            result = await self._inner.fetch(url)
+        except FetchError:
+            self.ended_at = self._clock.now()
+            self._next_at = self.ended_at + self._politeness.min_delay_s
+            raise
+        self.ended_at = result.ended_at
+        gap = politeness_delay_s(result.elapsed_s, None, 0.0, self._politeness)
+        self._next_at = result.ended_at + gap
+        return result
+
+
+def robots_outcome(
+    fetched: RobotsFetchOutcome,
+    decision: RobotsDecision,
+    user_agent: str,
+    now_at: float,
+    *,
+    ended_at: float | None = None,
+) -> Outcome:
+    """The politeness outcome of a robots.txt fetch: its last exchange decides.
+
+    ``ended_at`` is the end of the last request made (a failed hop after the last response
+    included; :attr:`PacedFetcher.ended_at`), by default the last response's end. A body
+    cut short (``unreachable`` below 500, not 429) counts as a server error. With no
+    response at all: ``BLOCKED`` when no request to the host may ever be made, else a
+    network error.
+    """
+    if not fetched.results:
+        kind = OutcomeKind.BLOCKED if fetched.error_kind == "blocked" else OutcomeKind.NETWORK_ERROR
+        return Outcome(kind, now_at, now_at)
+    last = fetched.results[-1]
+    started = fetched.results[0].started_at
+    ended = ended_at if ended_at is not None else last.ended_at
+    retry = fetched.retry_after_s(ended)
+    crawl_delay = decision.crawl_delay_s(user_agent)
+    if fetched.kind == "unreachable" and last.status < 500 and last.status != 429:
+        return Outcome(OutcomeKind.SERVER_ERROR, started, ended, last.status, retry, crawl_delay)
+    return Outcome.from_status(
+        last.status, started, ended, retry_after_s=retry, crawl_delay_s=crawl_delay
+    )
+
+
+class StoredRobots:
+    """robots.txt decisions per authority: this process's cache, backed by the store.
+
+    The store is read once per authority, or, in a ``shared`` crawl, whenever the cache
+    has no fresh decision (another process may have fetched a newer copy).
+    """
+
+    def __init__(self, cache: RobotsCache, clock: Clock, *, shared: bool) -> None:
+        self.cache = cache
+        self._clock = clock
+        self._shared = shared
+        self._restored: set[Authority] = set()
+
+    async def known(self, store: FrontierStore, authority: Authority) -> RobotsDecision | None:
+        """The fresh decision for ``authority`` (cached, or restored from the store), if any;
+        ``None`` if robots.txt is to be fetched."""
+        decision = self.cache.lookup(authority, self._clock.now())
+        if decision is None and (self._shared or authority not in self._restored):
+            decision = await self._restore(store, authority)
+        return decision
+
+    async def keep(
+        self,
+        store: FrontierStore,
+        authority: Authority,
+        fetched: RobotsFetchOutcome,
+        now_at: float,
+    ) -> RobotsDecision:
+        """Cache the outcome of a fetch of ``authority``'s robots.txt and store the copy
+        (for a resume, and for the other processes of a shared crawl)."""
+        decision = self.cache.store(authority, fetched, now_at)
+        saved = outcome_to_bytes(fetched, now_at)
+        if saved is not None:
+            await store.put_blob(ROBOTS_NAMESPACE, robots_url_for(authority), saved)
+        return decision
+
+    async def _restore(self, store: FrontierStore, authority: Authority) -> RobotsDecision | None:
+        self._restored.add(authority)
+        data = await store.get_blob(ROBOTS_NAMESPACE, robots_url_for(authority))
+        if not data:
+            return None
+        try:
+            fetched, fetched_at = outcome_from_bytes(data)
+        except StateError as error:
+            log.warning("%s", error)
+            return None
+        self.cache.store(authority, fetched, fetched_at)
+        return self.cache.lookup(authority, self._clock.now())
