@@ -493,7 +493,9 @@ class Crawler:
                 if budget is not None:
                     budget.settle(len(batch.leases), 0)
                 break
-            if len(batch.leases) >= free:
+            if len(batch.leases) >= free and self._due_now(batch.leases) >= free:
+                # hosts due now filled every free fetcher (not hosts leased ahead: they
+                # would have been leased in time anyway)
                 scaler.note_capped()
             for lease in batch.leases:
                 fetches.start(group, lease, self._process)
@@ -524,6 +526,11 @@ class Crawler:
         """The dispatcher's one wait: ``wait_s`` seconds on the crawl's clock, or less if
         woken (tests hook it to check that no fetcher waits while a host is ready)."""
         await idle(self._wake, self._clock, wait_s)
+
+    def _due_now(self, leases: Sequence[Lease]) -> int:
+        """How many of ``leases`` were due at once (not taken ahead of their time)."""
+        now = self._clock.now()
+        return sum(1 for lease in leases if lease.host.next_allowed_at <= now)
 
     def _free(self) -> int:
         """Fetchers free now: allowed, less in flight, plus those waiting for an address."""
