@@ -116,10 +116,6 @@ class Crawler:
         """Due hosts' waits while a fetcher was free (see :class:`ReadyWaits`)."""
         self.events.subscribe(self.ready_waits, (HostStateChanged,))
         self._fetches = Fetches(self._claims, on_end=self._fetch_ended)
-        self._unsent: set[asyncio.Task[None]] = set()
-        """Fetch tasks whose request has not started: waiting for their host's allowed
-        time (a lease taken ahead) or for a slot of their address. A stop gives their
-        leases back instead of starting them (see :meth:`_drain`)."""
         self._wake = self._fetches.wake
         self._partition = partition
         self._machine_gate = machine_gate
@@ -262,8 +258,7 @@ class Crawler:
                 ),
                 self._clock,
                 ip_gate=self._machine_gate or shared_ip_gate(self._store, self.config),
-                on_ip_wait=self._ip_wait,
-                on_ip_slot=self._ip_slot,
+                on_ip_wait=self._news,
             )
             self._fetcher = self._pages.fetcher = http
             self._robots.fetcher = http.limited(http.config.robots_timeout_s)
@@ -541,19 +536,7 @@ class Crawler:
         self.ready_waits.note(self._clock.now(), self._free())
 
     def _fetch_ended(self, task: asyncio.Task[None]) -> None:
-        self._unsent.discard(task)
         self._note_free()
-
-    def _ip_wait(self) -> None:
-        """The current fetch task waits for a slot of its address: it has sent nothing."""
-        if (task := asyncio.current_task()) is not None:
-            self._unsent.add(task)
-        self._news()
-
-    def _ip_slot(self) -> None:
-        """The current fetch task got its address's slot: its request starts."""
-        if (task := asyncio.current_task()) is not None:
-            self._unsent.discard(task)
 
     def _news(self) -> None:
         """More fetchers are free (a new fetcher count, a fetch waiting for its address):
@@ -576,19 +559,12 @@ class Crawler:
     async def _drain(self) -> None:
         """Wait for the fetches in flight; abandon them when the stop grace runs out, and
         at once those that can make no page when ``--max-pages`` stopped the crawl (a
-        robots.txt fetch) or, after any other stop, those whose request has not started
-        (waiting for their allowed time or their address's slot). An abandoned fetch's
-        lease is released: its URL is at the head of its queue again, for this store's
-        next run."""
+        robots.txt fetch). An abandoned fetch's lease is released: its URL is at the head
+        of its queue again, for this store's next run."""
         fetches = self._fetches
         if self._stop_reason == "max_pages":
-            # The fetches holding a unit make the last pages; the others go at once.
             unclaimed = [t for t in fetches.tasks if not self._claims.holds(t)]
             await fetches.abandon(unclaimed, self.frontier, self._clock)
-        elif unsent := [t for t in fetches.tasks if t in self._unsent]:
-            # No request starts after a stop: a fetch still waiting for its time or its
-            # address's slot gives its lease back (its URL heads its queue again).
-            await fetches.abandon(unsent, self.frontier, self._clock)
         while fetches.tasks:
             stop_at = self._stop_at if self._stop_at is not None else self._clock.now()
             left = stop_at + self._stop_grace_s - _CLOSE_RESERVE_S - self._clock.now()
@@ -608,17 +584,7 @@ class Crawler:
         decision = await robots.known(authority)
         due = self.ready_waits.due_at(lease)
         clock = self._clock
-        if lease.host.next_allowed_at > clock.now():
-            task = asyncio.current_task()
-            assert task is not None
-            self._unsent.add(task)
-            await wait_until(clock, lease.host.next_allowed_at)
-            self._unsent.discard(task)
-        if self._stopping and self._stop_reason != "max_pages":
-            # No request starts after a stop (a --max-pages stop waits for the pages
-            # its units were claimed for).
-            await self.frontier.release(lease)
-            return
+        await wait_until(clock, lease.host.next_allowed_at)
         self.ready_waits.begun(due, clock.now())
         self.frontier.begin(lease)
         if decision is None:

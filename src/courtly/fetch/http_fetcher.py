@@ -75,8 +75,7 @@ class HttpFetcher:
     ``ip_gate`` (a crawl shared by several processes) is asked for a slot of the
     address as well, inside the local per-IP semaphore. ``on_ip_wait`` is called
     each time a fetch must wait for a slot of its address (the address is at its
-    cap), and ``on_ip_slot`` when such a fetch got its slot (both in the fetch's own
-    task); :attr:`waiting_for_ip` counts the fetches waiting so: a caller that bounds
+    cap); :attr:`waiting_for_ip` counts the fetches waiting so: a caller that bounds
     its requests in flight can leave those out, since they hold no connection and
     use no CPU while another host may be ready.
 
@@ -100,11 +99,9 @@ class HttpFetcher:
         guard: Callable[[str], str | None] = is_blocked_address,
         ip_gate: IpGate | None = None,
         on_ip_wait: Callable[[], None] | None = None,
-        on_ip_slot: Callable[[], None] | None = None,
     ) -> None:
         self.config = config = config if config is not None else FetchConfig()
         self._on_ip_wait = on_ip_wait
-        self._on_ip_slot = on_ip_slot
         self.waiting_for_ip = 0
         """Fetches now waiting for a slot of their address (not yet sending)."""
         self._clock: Clock = clock if clock is not None else SystemClock()
@@ -282,8 +279,6 @@ class HttpFetcher:
                     await semaphore.acquire()
                 finally:
                     self.waiting_for_ip -= 1
-                if self._on_ip_slot is not None:
-                    self._on_ip_slot()
             else:
                 await semaphore.acquire()
             try:
