@@ -32,7 +32,14 @@ the same time budget with the same User-Agent, and then:
 * ``lateness_ms``: how late each request after a host's first started, against the
   end of the host's previous response plus the gap the rule required
   (:func:`courtly.sandbox.lateness`): ``n``, ``p50``, ``p90``, ``p95``, ``p99``, ``mean``.
-  ``benchmarks/lateness.py`` splits it into its causes.
+  ``benchmarks/lateness.py`` splits it into its causes;
+* ``fetchers_idle_while_ready_s`` (courtly only): courtly's own measure, from its own
+  timestamps, of due hosts waiting for their request while a fetcher was free, summed
+  over its processes (host-seconds; see :func:`dispatch_figures`), with
+  ``fetchers_idle_while_ready_ms_per_request``, ``fetchers_idle_while_ready_share``
+  (requests that waited more than 1 ms so), ``fetchers_idle_while_ready_max_s`` and
+  ``dispatch_requests_measured``. The server's log cannot tell it: it does not know
+  when the crawler had a free fetcher.
 
 courtly runs with its defaults: the only flags are those a user must give to
 crawl the sandbox (:func:`courtly_flags`); a run labelled ``courtly_tuned`` adds
@@ -606,8 +613,40 @@ def measure(
         lines = (run_dir / "bare.log").read_text().splitlines()
         own = [json.loads(line) for line in lines if line.startswith("{")]
         extra["exhausted"] = bool(own and own[-1].get("exhausted"))
+    if crawler.startswith("courtly"):
+        extra |= dispatch_figures(run_dir / "state", cost.wall_s)
     records = load_log(Path(web.info["log_path"]))
     return summarise(scenario, web, records, cost, seconds, truth) | extra
+
+
+def dispatch_figures(state: Path, wall_s: float) -> dict[str, Any]:
+    """courtly's own measure of due hosts waiting while a fetcher was free, summed over
+    its processes (``last_run.dispatch`` in each ``status.json``; see
+    :class:`courtly.crawl.dispatch.ReadyWaits`): ``fetchers_idle_while_ready_s``
+    (host-seconds), its mean per measured request in ms, and the share of measured
+    requests that waited more than 1 ms while a fetcher was free."""
+    totals: Counter[str] = Counter()
+    worst = 0.0
+    files = sorted(state.glob("status.json")) + sorted(state.glob("part-*/status.json"))
+    for path in files:
+        try:
+            figures = json.loads(path.read_text()).get("last_run", {}).get("dispatch", {})
+        except (OSError, ValueError):
+            continue
+        for key in ("requests_measured", "requests_waited", "fetchers_idle_while_ready_s"):
+            totals[key] += figures.get(key, 0)
+        worst = max(worst, figures.get("fetchers_idle_while_ready_max_s", 0.0))
+    measured = totals["requests_measured"]
+    if not measured:
+        return {"fetchers_idle_while_ready_s": None}
+    idle_s = totals["fetchers_idle_while_ready_s"]
+    return {
+        "fetchers_idle_while_ready_s": round(idle_s, 3),
+        "fetchers_idle_while_ready_ms_per_request": round(1000 * idle_s / measured, 3),
+        "fetchers_idle_while_ready_share": round(totals["requests_waited"] / measured, 4),
+        "fetchers_idle_while_ready_max_s": round(worst, 3),
+        "dispatch_requests_measured": measured,
+    }
 
 
 _TRACKING_PARAM = re.compile(r"(?:utm_[^=&]*|fbclid|gclid|mc_cid|mc_eid)(?:=|$)", re.IGNORECASE)

@@ -18,7 +18,12 @@ samples of the last ``window_s`` seconds: if more than ``overloaded_share`` of
 them had the CPU above ``max_cpu_ratio`` or the loop lag above
 ``max_loop_lag_s``, the desired count shrinks by ``shrink_ratio``; else, if at
 least ``busy_share`` of them were capped (there is work waiting for a fetcher),
-it grows by ``grow_ratio``; else it stays. It never leaves
+it grows: by ``fast_grow_ratio`` (doubles) when every sample had the CPU at most
+``roomy_cpu_ratio``, the loop lag at most half ``max_loop_lag_s`` and the loop's
+thread waiting for a CPU at most ``roomy_cpu_wait_ratio`` of the time (the machine
+has plenty of room: a start-up burst of hosts due at once; a process that uses little
+CPU because others leave it none is not roomy), else by
+``grow_ratio``; else it stays. It never leaves
 ``[min_fetchers, max_fetchers]``. ``--concurrency N`` pins it
 (:meth:`AutoscaleConfig.pinned`): no sampling at all.
 """
@@ -75,6 +80,13 @@ class AutoscaleConfig:
     busy_share: float = 0.5
     """Grow (when not overloaded) if at least this share of the samples were capped."""
     grow_ratio: float = 0.25
+    fast_grow_ratio: float = 1.0
+    """Growth when busy with room to spare (see ``roomy_cpu_ratio``)."""
+    roomy_cpu_ratio: float = 0.5
+    """Busy, and every sample at most this CPU ratio (and half the lag limit, and at most
+    ``roomy_cpu_wait_ratio``): grow by ``fast_grow_ratio``."""
+    roomy_cpu_wait_ratio: float = 0.1
+    """Seconds the loop's thread waited for a CPU per wall second, at most, to be roomy."""
     shrink_ratio: float = 0.1
 
     def __post_init__(self) -> None:
@@ -90,6 +102,12 @@ class AutoscaleConfig:
             value = getattr(self, name)
             if not (math.isfinite(value) and 0 <= value <= 1):
                 raise ValueError(f"{name} must lie within [0, 1], got {value!r}")
+        if not (math.isfinite(self.fast_grow_ratio) and self.grow_ratio <= self.fast_grow_ratio):
+            raise ValueError("fast_grow_ratio must be finite and at least grow_ratio")
+        for name in ("roomy_cpu_ratio", "roomy_cpu_wait_ratio"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value >= 0):
+                raise ValueError(f"{name} must be a finite number >= 0, got {value!r}")
 
     @classmethod
     def pinned(cls, fetchers: int) -> AutoscaleConfig:
@@ -120,6 +138,9 @@ class LoadSample:
     in_flight: int
     capped: bool
     """Since the previous sample, a lease filled every free slot (work was waiting)."""
+    cpu_wait_ratio: float = 0.0
+    """Seconds the loop's thread was runnable but waiting for a CPU, per wall second
+    since the previous sample (other processes' load)."""
 
 
 def run_queue_wait_s() -> float:
@@ -138,6 +159,8 @@ class Load(enum.Enum):
     OVERLOADED = "overloaded"
     BUSY = "busy"
     """Not overloaded, and fetchers were the limit: more would do more."""
+    ROOMY = "roomy"
+    """Busy, and the CPU and the loop were far from their limits in every sample."""
     IDLE = "idle"
     """Not overloaded, and fetchers were not the limit (no host waiting for one)."""
 
@@ -152,22 +175,33 @@ def judge_load(samples: Sequence[LoadSample], cfg: AutoscaleConfig) -> Load:
     if overloaded > cfg.overloaded_share * len(samples):
         return Load.OVERLOADED
     capped = sum(1 for s in samples if s.capped)
-    if capped >= cfg.busy_share * len(samples):
-        return Load.BUSY
-    return Load.IDLE
+    if capped < cfg.busy_share * len(samples):
+        return Load.IDLE
+    lag_s = cfg.max_loop_lag_s / 2
+    if all(
+        s.cpu_ratio <= cfg.roomy_cpu_ratio
+        and s.loop_lag_s <= lag_s
+        and s.cpu_wait_ratio <= cfg.roomy_cpu_wait_ratio
+        for s in samples
+    ):
+        return Load.ROOMY
+    return Load.BUSY
 
 
 def next_desired(desired: int, samples: Sequence[LoadSample], cfg: AutoscaleConfig) -> int:
     """Pure: the desired fetcher count after ``samples`` (the last window), within bounds.
 
     Overloaded: ``desired − ceil(shrink_ratio × desired)``; busy: ``desired +
-    ceil(grow_ratio × desired)``; idle: unchanged.
+    ceil(grow_ratio × desired)``; roomy: ``desired + ceil(fast_grow_ratio × desired)``;
+    idle: unchanged.
     """
     load = judge_load(samples, cfg)
     if load is Load.OVERLOADED:
         desired -= max(1, math.ceil(cfg.shrink_ratio * desired))
     elif load is Load.BUSY:
         desired += max(1, math.ceil(cfg.grow_ratio * desired))
+    elif load is Load.ROOMY:
+        desired += max(1, math.ceil(cfg.fast_grow_ratio * desired))
     return min(cfg.max_fetchers, max(cfg.min_fetchers, desired))
 
 
@@ -199,6 +233,7 @@ class Autoscaler:
         self._samples: deque[LoadSample] = deque()
         self._last_at: float | None = None
         self._last_cpu = 0.0
+        self._last_wait = 0.0
         self._decided_at: float | None = None
 
     @property
@@ -210,17 +245,23 @@ class Autoscaler:
         """The dispatcher filled every free slot: a host may be waiting for a fetcher."""
         self._capped = True
 
-    def observe(self, at: float, cpu_s: float, loop_lag_s: float, in_flight: int) -> bool:
-        """Record one sample taken at ``at`` with the process CPU total ``cpu_s``; decide if
+    def observe(
+        self, at: float, cpu_s: float, loop_lag_s: float, in_flight: int, cpu_wait_s: float = 0.0
+    ) -> bool:
+        """Record one sample taken at ``at`` with the process CPU total ``cpu_s`` (and the
+        loop thread's total wait for a CPU ``cpu_wait_s``); decide if
         ``decide_interval_s`` has passed. Returns True if :attr:`desired` changed."""
         if self._last_at is None:
             self._last_at, self._last_cpu, self._decided_at = at, cpu_s, at
+            self._last_wait = cpu_wait_s
             self._capped = False
             return False
         wall = at - self._last_at
         ratio = (cpu_s - self._last_cpu) / wall if wall > 0 else 0.0
-        self._last_at, self._last_cpu = at, cpu_s
-        sample = LoadSample(at, ratio, max(0.0, loop_lag_s), self.desired, in_flight, self._capped)
+        waited = max(0.0, (cpu_wait_s - self._last_wait) / wall) if wall > 0 else 0.0
+        self._last_at, self._last_cpu, self._last_wait = at, cpu_s, cpu_wait_s
+        lag = max(0.0, loop_lag_s)
+        sample = LoadSample(at, ratio, lag, self.desired, in_flight, self._capped, waited)
         self._capped = False
         self._samples.append(sample)
         while self._samples and self._samples[0].at <= at - self.cfg.window_s:
@@ -251,11 +292,12 @@ class Autoscaler:
             return
         interval = self.cfg.sample_interval_s
         clock = self._clock
-        self.observe(clock.now(), self._cpu_time(), 0.0, in_flight())
+        self.observe(clock.now(), self._cpu_time(), 0.0, in_flight(), self._cpu_wait())
         while True:
             before, waited = clock.now(), self._cpu_wait()
             await clock.sleep(interval)
             now = clock.now()
-            lag = (now - before - interval) - (self._cpu_wait() - waited)
-            if self.observe(now, self._cpu_time(), lag, in_flight()):
+            wait_s = self._cpu_wait()
+            lag = (now - before - interval) - (wait_s - waited)
+            if self.observe(now, self._cpu_time(), lag, in_flight(), wait_s):
                 on_change()

@@ -37,8 +37,34 @@ def test_defaults_are_the_documented_bounds() -> None:
 
 
 def test_grows_while_not_overloaded_and_work_waits_for_a_fetcher() -> None:
-    assert judge_load(_samples(8), CFG) is Load.BUSY
-    assert next_desired(32, _samples(8), CFG) == 40
+    assert judge_load(_samples(8, cpu=0.7), CFG) is Load.BUSY
+    assert next_desired(32, _samples(8, cpu=0.7), CFG) == 40
+
+
+def test_doubles_while_work_waits_and_the_machine_has_plenty_of_room() -> None:
+    assert judge_load(_samples(8), CFG) is Load.ROOMY  # CPU 0.3, lag 1 ms
+    assert next_desired(32, _samples(8), CFG) == 64
+    # one sample near a limit: the quarter step
+    samples = _samples(8)
+    samples[5] = LoadSample(5.0, 0.6, 0.001, 32, 32, True)
+    assert next_desired(32, samples, CFG) == 40
+    samples[5] = LoadSample(5.0, 0.3, 0.03, 32, 32, True)
+    assert next_desired(32, samples, CFG) == 40
+    # little CPU used because the machine gave the process none: not room to spare
+    samples[5] = LoadSample(5.0, 0.2, 0.001, 32, 32, True, cpu_wait_ratio=0.4)
+    assert judge_load(samples, CFG) is Load.BUSY
+    assert next_desired(32, samples, CFG) == 40
+
+
+def test_the_sampler_reads_the_wait_for_a_cpu_per_wall_second() -> None:
+    clock = FakeClock()
+    scaler = Autoscaler(CFG, clock)
+    scaler.observe(clock.now(), 0.0, 0.0, 0, cpu_wait_s=1.0)
+    clock.advance(0.5)
+    scaler.observe(clock.now(), 0.1, 0.0, 0, cpu_wait_s=1.2)
+    (sample,) = scaler.samples
+    assert abs(sample.cpu_wait_ratio - 0.4) < 1e-9
+    assert abs(sample.cpu_ratio - 0.2) < 1e-9
 
 
 def test_stays_when_no_host_waits_for_a_fetcher() -> None:
@@ -75,6 +101,8 @@ def test_config_refuses_inconsistent_bounds() -> None:
         AutoscaleConfig(initial_fetchers=4)
     with pytest.raises(ValueError, match="grow_ratio"):
         AutoscaleConfig(grow_ratio=1.5)
+    with pytest.raises(ValueError, match="fast_grow_ratio"):
+        AutoscaleConfig(grow_ratio=0.5, fast_grow_ratio=0.25)
     assert AutoscaleConfig.auto(None) == AutoscaleConfig()
     assert AutoscaleConfig.auto(7).is_pinned
 
@@ -100,7 +128,7 @@ def test_next_desired_moves_one_step_toward_the_verdict_within_bounds(
     load = judge_load(samples, CFG)
     if load is Load.OVERLOADED:
         assert after <= clamped
-    elif load is Load.BUSY:
+    elif load in (Load.BUSY, Load.ROOMY):
         assert after >= clamped
     else:
         assert after == clamped

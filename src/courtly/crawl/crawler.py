@@ -21,7 +21,7 @@ from courtly.archive.warc import WarcWriter
 from courtly.autoscale import AutoscaleConfig, Autoscaler
 from courtly.clock import Clock, SystemClock
 from courtly.config import CrawlConfig, shorten
-from courtly.crawl.dispatch import Fetches, idle
+from courtly.crawl.dispatch import LEASE_AHEAD_S, Fetches, ReadyWaits, idle, wait_until
 from courtly.crawl.links import LinkAdmission
 from courtly.crawl.page import PagePipeline, drop_reasons
 from courtly.crawl.records import CrawlSnapshot, OnPage, Partition, ProgressSink
@@ -35,7 +35,7 @@ from courtly.crawl.wiring import (
     shared_ip_gate,
 )
 from courtly.errors import InvalidURL, StateError
-from courtly.events import EventBus, RobotsResult, Tick, UrlsSkipped
+from courtly.events import EventBus, HostStateChanged, RobotsResult, Tick, UrlsSkipped
 from courtly.fetch.config import FetchConfig
 from courtly.fetch.http_fetcher import HttpFetcher
 from courtly.fetch.machine_ip_gate import MachineIpGate
@@ -112,7 +112,10 @@ class Crawler:
         if page_budget is None and config.max_pages is not None:
             page_budget = LocalPageBudget(config.max_pages)
         self._claims = FetchClaims(page_budget)
-        self._fetches = Fetches(self._claims)
+        self.ready_waits = ReadyWaits()
+        """Due hosts' waits while a fetcher was free (see :class:`ReadyWaits`)."""
+        self.events.subscribe(self.ready_waits, (HostStateChanged,))
+        self._fetches = Fetches(self._claims, on_end=self._fetch_ended)
         self._wake = self._fetches.wake
         self._partition = partition
         self._machine_gate = machine_gate
@@ -121,6 +124,8 @@ class Crawler:
         if politeness is not None:
             fconfig = dataclasses.replace(fconfig, politeness=politeness)
         self._store = store if store is not None else open_store(config, fconfig.queues)
+        # Lease ahead only on a store that keeps time on this crawl's clock (not Redis).
+        self._ahead_s = 0.0 if is_shared(self._store) else LEASE_AHEAD_S
         host_key = host_key_function(config.host_key)
         self.frontier = Frontier(
             self._store, fconfig, clock=self._clock, host_key=host_key, events=self.events
@@ -254,7 +259,7 @@ class Crawler:
                 ),
                 self._clock,
                 ip_gate=self._machine_gate or shared_ip_gate(self._store, self.config),
-                on_ip_wait=self._wake.set,
+                on_ip_wait=self._news,
             )
             self._fetcher = self._pages.fetcher = http
             self._robots.fetcher = http.limited(http.config.robots_timeout_s)
@@ -268,9 +273,7 @@ class Crawler:
                 await self._start()
                 helpers.append(group.create_task(self._reporter()))
                 helpers.append(
-                    group.create_task(
-                        self._scaler.run(lambda: self._fetches.in_flight, self._wake.set)
-                    )
+                    group.create_task(self._scaler.run(lambda: self._fetches.in_flight, self._news))
                 )
                 if self._partition is not None:
                     helpers.append(group.create_task(self._partition.serve(self)))
@@ -435,6 +438,7 @@ class Crawler:
             fetchers=self._scaler.desired,
             observed=self._observed,
             resumed=self.resumed,
+            dispatch=self.ready_waits.summary(),
         )
 
     # -- workers --------------------------------------------------------------
@@ -472,9 +476,11 @@ class Crawler:
                 # each fetch started holds a unit of --max-pages until it ends
                 free = budget.claim(free)
             if free <= 0:
+                self._note_free()
                 await self._idle(_IDLE_S)
                 continue
-            batch = await self.frontier.lease(free)
+            # each lease is announced when its request starts (in _process)
+            batch = await self.frontier.lease(free, ahead_s=self._ahead_s, announce=False)
             if budget is not None:
                 budget.settle(free - len(batch.leases), 0)
             if self._stopping:  # the stop came while leasing: start nothing more
@@ -483,10 +489,13 @@ class Crawler:
                 if budget is not None:
                     budget.settle(len(batch.leases), 0)
                 break
-            if len(batch.leases) >= free:
+            if len(batch.leases) >= free and self._due_now(batch.leases) >= free:
+                # hosts due now filled every free fetcher (not hosts leased ahead: they
+                # would have been leased in time anyway)
                 scaler.note_capped()
             for lease in batch.leases:
                 fetches.start(group, lease, self._process)
+            self._note_free()
             if batch.leases:
                 continue
             if (
@@ -505,13 +514,36 @@ class Crawler:
                     break
             wait_s = _IDLE_S
             if batch.next_ready_at is not None:
-                wait_s = min(wait_s, max(0.0, batch.next_ready_at - self._clock.now()))
+                due_in_s = batch.next_ready_at - self._ahead_s - self._clock.now()
+                wait_s = min(wait_s, max(0.0, due_in_s))
             await self._idle(wait_s)
 
     async def _idle(self, wait_s: float) -> None:
         """The dispatcher's one wait: ``wait_s`` seconds on the crawl's clock, or less if
         woken (tests hook it to check that no fetcher waits while a host is ready)."""
         await idle(self._wake, self._clock, wait_s)
+
+    def _due_now(self, leases: Sequence[Lease]) -> int:
+        """How many of ``leases`` were due at once (not taken ahead of their time)."""
+        now = self._clock.now()
+        return sum(1 for lease in leases if lease.host.next_allowed_at <= now)
+
+    def _free(self) -> int:
+        """Fetchers free now: allowed, less in flight, plus those waiting for an address."""
+        return self._scaler.desired - self._fetches.in_flight + self._waiting_for_ip()
+
+    def _note_free(self) -> None:
+        """Tell :attr:`ready_waits` how many fetchers are free from now on."""
+        self.ready_waits.note(self._clock.now(), self._free())
+
+    def _fetch_ended(self, task: asyncio.Task[None]) -> None:
+        self._note_free()
+
+    def _news(self) -> None:
+        """More fetchers are free (a new fetcher count, a fetch waiting for its address):
+        note it and wake the dispatcher."""
+        self._note_free()
+        self._wake.set()
 
     def _local_per_ip(self) -> int:
         """Requests this process may have in flight to one address: the whole cap when a
@@ -544,10 +576,18 @@ class Crawler:
             await self._idle(left)
 
     async def _process(self, lease: Lease) -> None:
-        """One lease: robots.txt first (fetched under this lease if unknown), then the page."""
+        """One lease: robots.txt first (fetched under this lease if unknown), then the page.
+
+        A lease taken ahead of its host's allowed time (:data:`LEASE_AHEAD_S`) waits for
+        it here: no request under it starts before ``lease.host.next_allowed_at``."""
         authority = authority_of(lease.url)
         robots = self._robots
         decision = await robots.known(authority)
+        due = self.ready_waits.due_at(lease)
+        clock = self._clock
+        await wait_until(clock, lease.host.next_allowed_at)
+        self.ready_waits.begun(due, clock.now())
+        self.frontier.begin(lease)
         if decision is None:
             # no page under this lease: its unit of --max-pages serves another host now
             if self._claims.give_back(asyncio.current_task()):

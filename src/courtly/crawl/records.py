@@ -67,6 +67,10 @@ class CrawlSnapshot:
     hosts by delay source, counters, histograms, top hosts. Empty before the first tick."""
     resumed: bool = False
     """This run resumed a crawl its state directory already held."""
+    dispatch: dict[str, float] = field(default_factory=dict)
+    """How precisely the dispatcher started due hosts' requests
+    (:meth:`courtly.crawl.dispatch.ReadyWaits.summary`): requests measured, those that
+    waited while a fetcher was free, and that waiting summed (host-seconds)."""
 
 
 class ProgressSink(Protocol):

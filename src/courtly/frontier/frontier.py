@@ -145,7 +145,9 @@ class Frontier:
 
     # -- leasing ----------------------------------------------------------
 
-    async def lease(self, max_leases: int = 1, *, ahead_s: float = 0.0) -> LeaseBatch:
+    async def lease(
+        self, max_leases: int = 1, *, ahead_s: float = 0.0, announce: bool = True
+    ) -> LeaseBatch:
         """Lease up to ``max_leases`` ready hosts (their head URLs).
 
         If fewer come back, ``next_ready_at`` says when the next host will be
@@ -154,14 +156,23 @@ class Frontier:
         (the store is asked as of ``now + ahead_s``): the caller then starts no
         request before its lease's ``host.next_allowed_at``. Only for stores on the
         caller's clock (memory, SQLite): the Redis store maps times through ``now``.
+
+        Each lease is announced (:class:`~courtly.events.HostLeased`, which the
+        dashboard's host table checks against the host's allowed time) here, or, with
+        ``announce=False``, by :meth:`begin` when the caller starts its request.
         """
         now = self._clock.now()
         asked_at = now + max(0.0, ahead_s)
         batch = await self.store.lease(asked_at, self.config.lease_ttl_s, max_leases)
-        publish = self.events.publish
-        for lease in batch.leases:
-            publish(HostLeased(now, lease.host_key))
+        if announce:
+            publish = self.events.publish
+            for lease in batch.leases:
+                publish(HostLeased(now, lease.host_key))
         return batch
+
+    def begin(self, lease: Lease) -> None:
+        """Announce ``lease`` (taken with ``announce=False``): its request starts now."""
+        self.events.publish(HostLeased(self._clock.now(), lease.host_key))
 
     def next_host_state(self, lease: Lease, outcome: Outcome) -> HostState:
         """The host's state after ``outcome`` (pure policy plus the request budget)."""

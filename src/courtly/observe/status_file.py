@@ -39,6 +39,7 @@ def last_run_record(snapshot: CrawlSnapshot, now: float) -> dict[str, Any]:
         "stop_detail": snapshot.stop_detail,
         "hosts_retired": snapshot.hosts_retired,
         "fetchers": snapshot.fetchers,
+        "dispatch": snapshot.dispatch,
     }
 
 
