@@ -132,7 +132,8 @@ class AttemptRetried:
 @dataclass(frozen=True, slots=True)
 class UrlsSkipped:
     """URLs not queued, one reason each (``robots``, ``out_of_scope``, ``too_deep``, a trap,
-    ``budget``, ``host_retired``, ``invalid``, ``invalid_seed``, ``page_nofollow``...)."""
+    ``budget``, ``host_retired``, ``invalid``, ``invalid_seed``, ``page_nofollow``,
+    ``page_duplicate``...)."""
 
     at: float
     reasons: tuple[str, ...]

@@ -303,6 +303,47 @@ def test_duplicates_across_urls_are_recorded(tmp_path: Path) -> None:
     assert marked["http://dup.test/d"] == (None, None)
 
 
+def test_an_exact_duplicates_links_are_not_taken_again(tmp_path: Path) -> None:
+    """Two URLs with one main text: the one read second is an exact duplicate, and the link
+    only it carries (outside the main text) is neither fetched nor queued."""
+    clock = FakeClock()
+    words = " ".join(f"w{i}" for i in range(300))
+    bodies = {
+        "/": '<main><a href="/a">a</a> <a href="/b">b</a></main>',
+        "/a": f'<main>{words}</main><nav><a href="/from-a">more</a></nav>',
+        "/b": f'<main>{words}</main><nav><a href="/from-b">more</a></nav>',
+        "/from-a": "<main>only a links here</main>",
+        "/from-b": "<main>only b links here</main>",
+    }
+
+    def answer(url: str) -> Reply:
+        path = url.removeprefix("http://dup.test")
+        if path not in bodies:
+            return 404
+        return 200, {"Content-Type": "text/html"}, bodies[path].encode()
+
+    config = recrawl_config(tmp_path / "state", seeds=("http://dup.test/",), concurrency=1)
+    crawler: Crawler
+
+    def on_page(page: Page) -> None:
+        if clock.now() >= clock_start + 300:
+            crawler.request_stop("max_time")
+
+    clock_start = clock.now()
+    fetcher = MemoryFetcher(answer, clock)
+    crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
+    asyncio.run(crawler.run())
+    states = states_of(crawler)
+    a, b = "http://dup.test/a", "http://dup.test/b"
+    duplicate = a if states[a].duplicate_of == b else b
+    original = b if duplicate == a else a
+    assert states[duplicate].duplicate_of == original  # one of them is the duplicate
+    fetched = set(fetcher.requests)
+    assert original.replace("dup.test/", "dup.test/from-") in fetched  # its link was taken
+    assert duplicate.replace("dup.test/", "dup.test/from-") not in fetched
+    assert duplicate.replace("dup.test/", "dup.test/from-") not in states
+
+
 def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> None:
     """A state file of version 5 with its revisit book in a blob, resumed with --recrawl:
     the migration adds the rows' table, the crawl moves the book into it and empties the

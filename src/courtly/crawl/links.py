@@ -62,7 +62,8 @@ class PageFacts:
     known ones whose new in-link lifted their level (``lift`` set: the store promotes them)."""
     skipped: list[CatalogueEntry]
     skip_reasons: list[str]
-    """One reason per URL skipped (or ``page_nofollow`` for the page), for the counters."""
+    """One reason per URL skipped (or ``page_nofollow``/``page_duplicate`` for the page),
+    for the counters."""
     redirect_to: str | None
     title: str | None
     noindex: bool
@@ -121,10 +122,14 @@ class LinkAdmission:
 
     # -- a response ----------------------------------------------------------------------
 
-    def read(self, page_url: str, depth: int, result: FetchResult) -> PageFacts:
+    def read(
+        self, page_url: str, depth: int, result: FetchResult, *, follow: bool = True
+    ) -> PageFacts:
         """What a response says: its links (to queue or skipped, with why), redirect, title.
 
-        ``page_url`` is the lease's canonical URL, ``depth`` its depth."""
+        ``page_url`` is the lease's canonical URL, ``depth`` its depth. ``follow=False``
+        (an exact duplicate of a page already read) keeps the title, canonical and noindex
+        but takes none of its links: the original's were taken (reason ``page_duplicate``)."""
         joiner = UrlJoiner(page_url, canonical=True, cache=self._join_cache, params=self._params)
         urls: list[str] = []
         reasons: list[str] = []
@@ -154,9 +159,12 @@ class LinkAdmission:
                 title = page.title
                 noindex = page.noindex
                 canonical = page.canonical
-                if page.nofollow:
+                if not follow:
+                    reasons.append("page_duplicate")
+                elif page.nofollow:
                     reasons.append("page_nofollow")
-                urls.extend(link.url for link in page.followable())
+                if follow:
+                    urls.extend(link.url for link in page.followable())
         links = tuple(dict.fromkeys(urls))
         queued, skipped, chains = self._admit(page_url, depth + 1, links, reasons)
         return PageFacts(

@@ -142,7 +142,9 @@ class PagePipeline:
             publish(PageDone(result.ended_at, host_key, status, False))
             await self.complete(lease, outcome, (), ())
             return
-        facts = self._links.read(lease.url, lease.depth, result)
+        # an exact duplicate (same main text as another URL read first): its links were taken
+        follow = visit is None or visit.state.duplicate_of is None
+        facts = self._links.read(lease.url, lease.depth, result, follow=follow)
         publish(PageDone(result.ended_at, host_key, status, facts.redirect_to is not None))
         discovered = facts.queued
         if self._forward is not None and discovered:
