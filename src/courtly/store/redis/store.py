@@ -806,13 +806,19 @@ class RedisStore(RevisitSeam):
 
 
 def _closed(error: Exception) -> bool:
-    """A write on a connection that was closed under the call: uvloop's refusal to write
-    on a socket whose peer (a node that died) closed it, or the client's race where
-    another task dropped the connection in use (its writer is gone). Nothing was sent,
-    so the call is retried like a connection error (the next attempt reconnects, or
-    learns that the node is gone)."""
+    """A call that failed before anything was sent: uvloop's refusal to write on a socket
+    whose peer (a node that died) closed it, the client's race where another task dropped
+    the connection in use (its writer is gone), or the cluster client following an ASK
+    redirection to a node it does not know yet (a master added while it ran: its node
+    lookup gives ``None``; the script did not run on the node that answered ASK). The
+    call is retried like a connection error (the next attempt reconnects, or learns the
+    new layout; the redirection ends when the slot's migration does)."""
     text = str(error)
-    return "handler is closed" in text or "no attribute 'writelines'" in text
+    return (
+        "handler is closed" in text
+        or "no attribute 'writelines'" in text
+        or "'NoneType' object has no attribute 'execute_command'" in text
+    )
 
 
 def _pairs(raw: list[Any]) -> list[tuple[int, float]]:
