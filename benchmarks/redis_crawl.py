@@ -23,6 +23,7 @@ Two modes, each printing one JSON object with ``--json``:
   pages served that the exported catalogue lacks (``lost``).
 
     python benchmarks/redis_crawl.py compare --hosts 2000 --seconds 30 --rounds 2 --json
+    python benchmarks/redis_crawl.py compare --variant hiredis=DIR --json   # DIR: hiredis
     python benchmarks/redis_crawl.py cluster --fetchers 4 --json
     python benchmarks/redis_crawl.py cluster --fetchers 4 --kill-after 3 --json
 
@@ -81,12 +82,14 @@ def _cpu_of(pid: int) -> float:
     return float(times.user + times.system)
 
 
-def run_fetchers(cmds: list[list[str]], logs: list[Path]) -> list[ProcessCost]:
+def run_fetchers(
+    cmds: list[list[str]], logs: list[Path], env: dict[str, str] | None = None
+) -> list[ProcessCost]:
     """Run the commands at once (one thread each waits for its child); their costs."""
     costs: list[ProcessCost | None] = [None] * len(cmds)
 
     def one(i: int) -> None:
-        costs[i] = run_measured(cmds[i], logs[i])
+        costs[i] = run_measured(cmds[i], logs[i], env)
 
     threads = [threading.Thread(target=one, args=(i,)) for i in range(len(cmds))]
     for thread in threads:
@@ -119,8 +122,10 @@ def one_run(
     label: str,
     seconds: float,
     fetchers: int,
+    env: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """One crawl of a fresh copy of the web: ``local`` (defaults) or ``redis``."""
+    """One crawl of a fresh copy of the web: ``local`` (defaults) or ``redis...`` (its
+    fetchers run with ``env``)."""
     run_dir = workdir / label
     run_dir.mkdir(parents=True)
     web = Sandbox(scenario.spec, run_dir / "web", truth.world)
@@ -139,7 +144,7 @@ def one_run(
                 for i in range(fetchers)
             ]
             logs = [run_dir / f"crawl{i}.log" for i in range(fetchers)]
-            cost = merged(run_fetchers(cmds, logs))
+            cost = merged(run_fetchers(cmds, logs, env))
             server_cpu = _cpu_of(server.pid) - before
     finally:
         web.stop()
@@ -175,13 +180,24 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     spec = dataclasses.replace(SandboxSpec.wide(args.hosts), port=free_port())
     scenario = Scenario("wide", spec, purpose="the wide web", seconds=args.seconds)
     truth = CachedTruth(SandboxWorld(spec, spec.port))
-    runs: dict[str, list[dict[str, Any]]] = {"local": [], "redis": []}
+    envs: dict[str, dict[str, str] | None] = {"local": None, "redis": None}
+    for variant in args.variant:
+        name, _, path = variant.partition("=")
+        paths = [path, os.environ.get("PYTHONPATH", "")]
+        envs[f"redis_{name}"] = os.environ | {"PYTHONPATH": os.pathsep.join(p for p in paths if p)}
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label in envs}
     for round_ in range(args.rounds):
-        order = ("local", "redis") if round_ % 2 == 0 else ("redis", "local")
+        order = list(envs) if round_ % 2 == 0 else list(reversed(envs))
         for label in order:
             print(f"round {round_ + 1}: {label} ...", file=sys.stderr, flush=True)
             row = one_run(
-                scenario, truth, workdir, f"{label}-{round_}", args.seconds, args.fetchers
+                scenario,
+                truth,
+                workdir,
+                f"{label}-{round_}",
+                args.seconds,
+                args.fetchers,
+                envs[label],
             )
             print(f"  {row}", file=sys.stderr, flush=True)
             runs[label].append(row)
@@ -197,14 +213,20 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         }
         for label in runs
     }
-    local_per_core = medians["local"]["pages_per_cpu_s"]
-    ratio = None
-    ratio_server = None
-    if local_per_core:
-        redis_core = medians["redis"]["pages_per_cpu_s"]
-        redis_all = medians["redis"]["pages_per_cpu_s_with_server"]
-        ratio = round(redis_core / local_per_core, 3) if redis_core else None
-        ratio_server = round(redis_all / local_per_core, 3) if redis_all else None
+    local = medians["local"]
+    ratios: dict[str, dict[str, float | None]] = {}
+    for label in envs:
+        if label == "local":
+            continue
+        row = medians[label]
+        ratios[label] = {
+            key: round(row[key] / local_key, 3) if row[key] and local_key else None
+            for key, local_key in (
+                ("pages_per_cpu_s", local["pages_per_cpu_s"]),
+                ("pages_per_cpu_s_with_server", local["pages_per_cpu_s"]),
+                ("pages_per_s", local["pages_per_s"]),
+            )
+        }
     return {
         "hosts": args.hosts,
         "seconds": args.seconds,
@@ -213,11 +235,8 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "flags": " ".join(courtly_flags(scenario, "F", args.seconds)),
         "runs": runs,
         "medians": medians,
-        "redis_over_local_pages_per_cpu_s": ratio,
-        "redis_over_local_pages_per_cpu_s_with_server": ratio_server,
-        "redis_over_local_pages_per_s": round(
-            (medians["redis"]["pages_per_s"] or 0) / (medians["local"]["pages_per_s"] or 1), 3
-        ),
+        "over_local": ratios,
+        "redis_over_local_pages_per_cpu_s": ratios["redis"]["pages_per_cpu_s"],
     }
 
 
@@ -410,6 +429,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--min-delay", type=float, default=0.25, help="cluster: --min-delay")
     parser.add_argument("--lease-ttl", type=float, default=30.0, help="cluster: lease_ttl_s")
     parser.add_argument("--kill-after", type=float, default=None, help="cluster: SIGKILL a master")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="compare: also run the Redis fetchers with PATH first on PYTHONPATH (labelled "
+        "redis_NAME), e.g. a directory holding the package hiredis",
+    )
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
