@@ -243,7 +243,7 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 # -- cluster --------------------------------------------------------------------------------
 
 
-def finite_spec() -> SandboxSpec:
+def finite_spec(pages_per_host: int) -> SandboxSpec:
     """The small web without what keeps a crawl from ending (as the crawl tests use it)."""
     finite = tuple(v for v in ROBOTS_VARIANTS if v not in ("server_error", "hang"))
     return dataclasses.replace(
@@ -251,7 +251,7 @@ def finite_spec() -> SandboxSpec:
         trap_hosts=0,
         dead_hosts=0,
         robots_variants=finite,
-        pages_per_host=10,
+        pages_per_host=pages_per_host,
         special_pages=False,
         port=free_port(),
     )
@@ -271,7 +271,7 @@ def _ip_port(cluster: RedisCluster, crawl: str, ip: str) -> int:
 
 
 def cluster_run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    spec = finite_spec()
+    spec = finite_spec(args.pages_per_host)
     scenario = Scenario(
         "finite", spec, purpose="the small finite web", min_delay_s=args.min_delay, scope="any"
     )
@@ -390,6 +390,7 @@ def cluster_run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "fetchers": args.fetchers,
         "concurrency": args.concurrency,
         "min_delay_s": args.min_delay,
+        "pages_per_host": args.pages_per_host,
         "hosts": len(web.seeds),
         "masters": 3,
         "replicas": 3,
@@ -426,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2, help="compare: alternated rounds")
     parser.add_argument("--fetchers", type=int, default=None, help="Redis fetcher processes")
     parser.add_argument("--concurrency", type=int, default=8, help="cluster: per fetcher")
+    parser.add_argument("--pages-per-host", type=int, default=20, help="cluster: web size")
     parser.add_argument("--min-delay", type=float, default=0.25, help="cluster: --min-delay")
     parser.add_argument("--lease-ttl", type=float, default=30.0, help="cluster: lease_ttl_s")
     parser.add_argument("--kill-after", type=float, default=None, help="cluster: SIGKILL a master")

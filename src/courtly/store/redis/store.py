@@ -108,6 +108,9 @@ _CATALOGUE_CHUNK: Final = 1000
 _LEASES_PER_VISIT: Final = 4
 """A lease of ``n`` visits ``ceil(n / 4)`` due shards: fewer calls per lease; a shard with
 fewer ready hosts gives fewer, and the caller asks again."""
+_RETRY_MAX_S: Final = 0.25
+"""The longest pause between two tries of a call while the server is unreachable: a
+failover is seen within this of its end (a call to a dead node fails at once)."""
 _HELD_MAX: Final = 4096
 """Leases remembered by :meth:`RedisStore._note_leases` before the expired are forgotten."""
 _YOUNG_MARGIN_S: Final = 2.0
@@ -658,10 +661,10 @@ class RedisStore:
 
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """``call()``, again while the server is unreachable or a cluster fails over, for
-        up to ``retry_s`` seconds. A script that ran but whose reply was lost runs twice:
-        ADD is absorbed by dedup, a second COMPLETE or RELEASE is fenced (the caller
-        then discards the result it already stored), a second LEASE leaves a lease
-        that expires unused."""
+        up to ``retry_s`` seconds, backing off from 50 ms to ``_RETRY_MAX_S``. A script
+        that ran but whose reply was lost runs twice: ADD is absorbed by dedup, a second
+        COMPLETE or RELEASE is fenced (the caller then discards the result it already
+        stored), a second LEASE leaves a lease that expires unused."""
         deadline = time.monotonic() + self._retry_s
         delay_s = 0.05
         transient, refused = _transient()
@@ -679,7 +682,7 @@ class RedisStore:
                 level = logging.DEBUG if isinstance(error, SlotMoving) else logging.WARNING
                 log.log(level, "redis unavailable, retrying in %.2f s: %s", delay_s, error)
                 await asyncio.sleep(delay_s)
-                delay_s = min(1.0, delay_s * 2)
+                delay_s = min(_RETRY_MAX_S, delay_s * 2)
 
     def _to_caller(self, server_ms: float) -> float:
         """A server time (ms) on the caller's clock; 0 stays 0 (a host never held back)."""
