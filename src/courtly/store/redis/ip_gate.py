@@ -113,8 +113,9 @@ class RedisIpGate:
                 if left_ms is None:
                     return
                 wait_s = min(delay_s, max(0.001, left_ms / 1000.0))
-                try:
-                    await asyncio.wait_for(freed.wait(), wait_s)
+                try:  # asyncio.timeout, not wait_for: no cancellation is swallowed
+                    async with asyncio.timeout(wait_s):
+                        await freed.wait()
                     delay_s = self._poll_s
                 except TimeoutError:
                     delay_s = min(2 * delay_s, self._max_poll_s)
