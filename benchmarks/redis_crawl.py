@@ -220,7 +220,7 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             continue
         row = medians[label]
         ratios[label] = {
-            key: round(row[key] / local_key, 3) if row[key] and local_key else None
+            key: _ratio(row[key], local_key)
             for key, local_key in (
                 ("pages_per_cpu_s", local["pages_per_cpu_s"]),
                 ("pages_per_cpu_s_with_server", local["pages_per_cpu_s"]),
@@ -238,6 +238,10 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "over_local": ratios,
         "redis_over_local_pages_per_cpu_s": ratios["redis"]["pages_per_cpu_s"],
     }
+
+
+def _ratio(value: float | None, base: float | None) -> float | None:
+    return round(value / base, 3) if value and base else None
 
 
 # -- cluster --------------------------------------------------------------------------------
