@@ -14,15 +14,34 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import cache
 from typing import Any
 
 from courtly.store.redis.scripts import script_text
 
 __all__ = ["RedisIpGate"]
+
+log = logging.getLogger(__name__)
+
+
+@cache
+def _gone() -> tuple[type[BaseException], ...]:
+    """The errors of a server that is down or of a cluster failing over."""
+    from redis import exceptions
+
+    return (
+        exceptions.ConnectionError,
+        exceptions.TimeoutError,
+        exceptions.ClusterError,
+        exceptions.TryAgainError,
+        exceptions.SlotNotCoveredError,
+    )
+
 
 _CALLS = 32
 """Calls in flight at once when no semaphore is given (the client's pool holds 100)."""
@@ -79,15 +98,23 @@ class RedisIpGate:
             try:
                 async with self._calls:
                     await self._client.zrem(key, token)
+            except _gone() as error:  # the slot frees itself after hold_s
+                log.warning("%s: slot not given back (%s); it frees itself", key, error)
             finally:
                 freed = self._freed.get(ip)
                 if freed is not None:
                     freed.set()  # this process's waiter on the address asks again now
 
     async def _take(self, key: str, token: str) -> float | None:
-        """One try: ``None`` when the slot is taken, else ms until one frees itself."""
-        async with self._calls:
-            got = await self._script(keys=[key], args=[token, self._cap, self._hold_ms])
+        """One try: ``None`` when the slot is taken, else ms until one frees itself (a
+        server that is unreachable, a cluster failing over: as if every slot were held,
+        so the caller asks again after its poll interval)."""
+        try:
+            async with self._calls:
+                got = await self._script(keys=[key], args=[token, self._cap, self._hold_ms])
+        except _gone() as error:
+            log.warning("%s: no slot while redis is unavailable: %s", key, error)
+            return self._max_poll_s * 1000.0
         return None if int(got[0]) == 1 else float(got[1])
 
     async def _wait_for_slot(self, ip: str, key: str, token: str) -> None:
