@@ -176,9 +176,9 @@ class RedisStore:
     of the shard's master hold the write, so that a failover loses no acknowledged
     step (one more round trip per call; see docs/distributed.md, failure modes).
     ``index_interval_s`` > 0 lets the due shards of one index read serve the leases of
-    that long without another INDEX call (off by default while a fault is open: crawl
-    tests on this branch at times leave the last fetcher never seeing its crawl end,
-    with the cache on and off alike; the cause is not found yet).
+    that long without another INDEX call (off by default: not measured on since the
+    fault it was turned off for was found elsewhere, a cancellation lost in the client;
+    see docs/distributed.md, lost cancellations).
     """
 
     def __init__(
