@@ -179,6 +179,42 @@ async def measure_redis(url: str, label: str, args: argparse.Namespace) -> dict[
     return out
 
 
+async def measure_memory(url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """``used_memory`` growth per queued URL while queuing ``--urls`` over ``--hosts``
+    (a fresh server: nothing else in it), and ``MEMORY USAGE`` of every key of the
+    crawl summed by key kind (the text after the shard's hash tag, host names cut)."""
+    chunks = entries(args.urls, args.hosts, seed=1)
+    crawl = f"bench-mem-{random.randrange(1 << 30):x}"
+    before = await used_memory(url)
+    store = redis_store(url, crawl)
+    _, queued = await fill(store, chunks)
+    await store.aclose()
+    after = await used_memory(url)
+    client = connect(url)
+    kinds: dict[str, int] = {}
+    try:
+        async for key in client.scan_iter(match=f"{crawl}:*", count=1000):
+            name = key.decode().rpartition("}:")[2]
+            kind = "b:<host>" if name.startswith("b:") else name
+            kinds[kind] = kinds.get(kind, 0) + int(await client.memory_usage(key, samples=0) or 0)
+    finally:
+        await client.aclose()
+    keyed = sum(kinds.values())
+    return {
+        "urls": args.urls,
+        "hosts": args.hosts,
+        "shards": SHARDS[0],
+        "queued": queued,
+        "used_memory_growth": after - before,
+        "redis_bytes_per_queued_url": round((after - before) / max(queued, 1), 1),
+        "key_bytes_per_queued_url": round(keyed / max(queued, 1), 1),
+        "key_bytes_per_queued_url_by_kind": {
+            kind: round(size / max(queued, 1), 2)
+            for kind, size in sorted(kinds.items(), key=lambda kv: -kv[1])
+        },
+    }
+
+
 async def measure_wait(url: str, args: argparse.Namespace) -> dict[str, Any]:
     """Adds/s and lease + complete cycles/s on a cluster with a replica per master,
     without and with ``replica_acks=1`` (WAIT after every writing step), alternated
@@ -220,9 +256,21 @@ def main() -> None:
     parser.add_argument(
         "--wait-only", action="store_true", help="only the WAIT comparison (3+3 cluster)"
     )
+    parser.add_argument(
+        "--memory-only", action="store_true", help="only Redis memory per queued URL"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     SHARDS[0] = args.shards
+    if args.memory_only:
+        url, server = start_standalone()
+        try:
+            memory: dict[str, Any] = {"benchmark": "redis_store_memory"}
+            memory.update(asyncio.run(measure_memory(url, args)))
+        finally:
+            stop_server(server)
+        print(json.dumps(memory))
+        return
     if args.wait_only:
         replicated = RedisCluster().start(masters=3, replicas=1)
         try:

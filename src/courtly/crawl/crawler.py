@@ -383,8 +383,18 @@ class Crawler:
         self.request_stop("max_time")
 
     async def _reporter(self) -> None:
-        while True:
+        """Tick every progress interval until the crawl has ended.
+
+        The crawl's end cancels this task, but the loop also stops on ``_ended``: a
+        cancellation can be lost in a store's client (on Python 3.11,
+        ``asyncio.wait_for`` returns the result of a call that completed as the
+        cancellation came, and the Redis client sends every command under it), and a
+        reporter that went on ticking would keep the crawl's task group, and so the
+        process, from ever ending."""
+        while not self._ended:
             await asyncio.sleep(self.config.progress_interval_s)
+            if self._ended:
+                break
             await self._tick()
             await self._store.flush()
 

@@ -52,6 +52,7 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 from courtly.store.base import LeaseBatch
+from courtly.store.redis.coalescer import Coalescer
 from courtly.store.redis.codec import (
     bloom_hashes,
     decode_attempts,
@@ -110,8 +111,16 @@ _CATALOGUE_CHUNK: Final = 1000
 _LEASES_PER_VISIT: Final = 4
 """A lease of ``n`` visits ``ceil(n / 4)`` due shards: fewer calls per lease; a shard with
 fewer ready hosts gives fewer, and the caller asks again."""
+_RETRY_MAX_S: Final = 0.25
+"""The longest pause between two tries of a call while the server is unreachable: a
+failover is seen within this of its end (a call to a dead node fails at once)."""
+_HELD_MAX: Final = 4096
+"""Leases remembered by :meth:`RedisStore._note_leases` before the expired are forgotten."""
+_YOUNG_MARGIN_S: Final = 2.0
+"""A lease with more than this (and half its TTL) left skips FENCE before cross-shard ADDs."""
 _CALLS_IN_FLIGHT: Final = 32
-"""Script calls one store has in flight at once (the client's pool holds 100 connections)."""
+"""Calls one store (its per-IP gate included) has in flight at once: the client's pool holds
+100 connections and refuses a call beyond them (``MaxConnectionsError``) instead of waiting."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +178,10 @@ class RedisStore(RevisitSeam):
     shard script that writes, wait (up to ``replica_wait_s``) until that many replicas
     of the shard's master hold the write, so that a failover loses no acknowledged
     step (one more round trip per call; see docs/distributed.md, failure modes).
+    ``index_interval_s`` > 0 lets the due shards of one index read serve the leases of
+    that long without another INDEX call (off by default: not measured on since the
+    fault it was turned off for was found elsewhere, a cancellation lost in the client;
+    see docs/distributed.md, lost cancellations).
     """
 
     def __init__(
@@ -181,6 +194,7 @@ class RedisStore(RevisitSeam):
         rng: random.Random | None = None,
         server_clock: bool = True,
         probe_interval_s: float = 0.05,
+        index_interval_s: float = 0.0,
         retry_s: float = 60.0,
         replica_acks: int = 0,
         replica_wait_s: float = 0.05,
@@ -207,6 +221,12 @@ class RedisStore(RevisitSeam):
         self._pending: dict[int, tuple[int, str, str]] = {}
         self._probe_next = 0
         self._probe_at = 0.0
+        self._index_interval_s = index_interval_s
+        self._due_cache: list[int] = []
+        self._due_cache_until = 0.0
+        self._held: dict[int, float] = {}  # token of a lease of this store -> monotonic expiry
+        self._found: Coalescer[tuple[int, int, int], tuple[QueuedUrl, str], AddStatus]
+        self._found = Coalescer(self._send_found)
         self._config_tail = ""
         self._slots = 1
         self._crawl_key = f"{crawl}:{{{crawl}}}:"
@@ -299,9 +319,35 @@ class RedisStore(RevisitSeam):
 
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         await self.open()
-        shards = self._layout.shards
+        started = time.monotonic()
+        cached = self._cached_due(started)
+        if cached:
+            # the due shards of an index read younger than index_interval_s: no INDEX call
+            batch = await self._lease_from(cached, len(cached), [], now_at, ttl_s, max_leases)
+            if batch.leases:
+                self._note_leases(batch.leases, started, ttl_s)
+                return batch
         k = max(8, 2 * max_leases + 2)
         due_count, candidates, nexts = await self._index(k, now_at)
+        self._due_cache = list(candidates)
+        self._due_cache_until = started + self._index_interval_s
+        batch = await self._lease_from(candidates, due_count, nexts, now_at, ttl_s, max_leases)
+        self._note_leases(batch.leases, started, ttl_s)
+        return batch
+
+    async def _lease_from(
+        self,
+        candidates: list[int],
+        due_count: int,
+        nexts: list[tuple[int, float]],
+        now_at: float,
+        ttl_s: float,
+        max_leases: int,
+    ) -> LeaseBatch:
+        """LEASE on up to ``ceil(max_leases / 4)`` of the due ``candidates`` (at random),
+        and on the probe's shard when its turn has come."""
+        shards = self._layout.shards
+        candidates = list(candidates)
         self._rng.shuffle(candidates)
         visits = candidates[: max(1, math.ceil(max_leases / _LEASES_PER_VISIT))]
         asks = _split(max_leases, len(visits))
@@ -317,10 +363,13 @@ class RedisStore(RevisitSeam):
         )
         leases: list[Lease] = []
         next_at: float | None = None
-        for reply in replies:
-            leases.extend(self._leases(reply, now_at, ttl_s))
+        for shard, ask, reply in zip(visits, asks, replies, strict=True):
+            got = self._leases(reply, now_at, ttl_s)
+            leases.extend(got)
             if reply.next_ms is not None:
                 next_at = _least(next_at, self._to_caller(reply.next_ms))
+            if len(got) < ask or reply.due_ms is None or reply.due_ms > reply.now_ms:
+                self._drop_due(shard)  # drained (by this lease or another fetcher's)
         visited = set(visits)
         if due_count > len(visited & set(candidates)):
             next_at = _least(next_at, now_at)
@@ -329,6 +378,38 @@ class RedisStore(RevisitSeam):
                 next_at = _least(next_at, self._to_caller(at))
                 break
         return LeaseBatch(tuple(leases), next_at)
+
+    def _cached_due(self, now: float) -> list[int]:
+        """The due shards of the last index read, while it is younger than the interval."""
+        if now >= self._due_cache_until:
+            self._due_cache = []
+        return self._due_cache
+
+    def _drop_due(self, shard: int) -> None:
+        if shard in self._due_cache:
+            self._due_cache.remove(shard)
+
+    def _note_leases(self, leases: Sequence[Lease], started: float, ttl_s: float) -> None:
+        """Remember when this store's leases expire at the earliest (monotonic): the
+        server set each expiry after ``started``, so before ``started + ttl`` none of them
+        can have been reclaimed."""
+        held = self._held
+        if len(held) > _HELD_MAX:
+            now = time.monotonic()
+            for token in [t for t, until in held.items() if until <= now]:
+                del held[token]
+        for lease in leases:
+            held[lease.token] = started + ttl_s
+
+    def _young(self, lease: Lease) -> bool:
+        """Is ``lease`` one of this store's, surely current for a while yet (no FENCE
+        needed before its discoveries go to other shards)? Only an expiry reclaims a
+        lease the crawl has not ended, and this store ends each of its leases once."""
+        until = self._held.pop(lease.token, None)
+        if until is None:
+            return False
+        ttl_s = max(0.0, lease.expires_at - lease.leased_at)
+        return until - time.monotonic() > max(_YOUNG_MARGIN_S, ttl_s / 2)
 
     async def complete(
         self,
@@ -355,16 +436,19 @@ class RedisStore(RevisitSeam):
                 others_at.append(i)
         statuses: list[AddStatus] = [AddStatus.INVALID] * len(discovered)
         if others:
-            ttl_ms = max(0.0, lease.expires_at - lease.leased_at) * 1000.0
-            fence = await self._shard_call(
-                "fence", shard, now_at, [lease.host_key, lease.token, ttl_ms]
-            )
-            if fence.fenced:
-                return None
+            if not self._young(lease):
+                ttl_ms = max(0.0, lease.expires_at - lease.leased_at) * 1000.0
+                fence = await self._shard_call(
+                    "fence", shard, now_at, [lease.host_key, lease.token, ttl_ms]
+                )
+                if fence.fenced:
+                    return None
             for i, status in zip(
-                others_at, await self._add(others, now_at, budget, lease.url), strict=True
+                others_at, await self._add_found(others, budget, lease.url), strict=True
             ):
                 statuses[i] = status
+        else:
+            self._held.pop(lease.token, None)
         mine = [r for r in records if shard_of(url_authority(r.url), shards) == shard]
         rest = [r for r in records if shard_of(url_authority(r.url), shards) != shard]
         args: list[Any] = [lease.host_key, lease.token, *self._state_args(lease, host, now_at)]
@@ -389,6 +473,7 @@ class RedisStore(RevisitSeam):
         self, lease: Lease, host: HostState | None, now_at: float, *, failed: bool = False
     ) -> bool:
         await self.open()
+        self._held.pop(lease.token, None)
         shard = shard_of(lease.host_key, self._layout.shards)
         state = _NO_STATE if host is None else self._state_args(lease, host, now_at)
         args = [lease.host_key, lease.token, *state, "1" if failed else "0"]
@@ -427,13 +512,15 @@ class RedisStore(RevisitSeam):
     async def get_blob(self, namespace: str, key: str) -> bytes | None:
         await self.open()
         blob_key = self._blob_key(namespace, key)
-        value = await self._retrying(lambda: self._client.get(blob_key))
+        async with self._calls:
+            value = await self._retrying(lambda: self._client.get(blob_key))
         return None if value is None else bytes(value)
 
     async def put_blob(self, namespace: str, key: str, value: bytes) -> None:
         await self.open()
         blob_key, data = self._blob_key(namespace, key), bytes(value)
-        await self._retrying(lambda: self._client.set(blob_key, data))
+        async with self._calls:
+            await self._retrying(lambda: self._client.set(blob_key, data))
 
     async def get_blobs(self, namespace: str, keys: Sequence[str]) -> list[bytes | None]:
         """One MGET-like round trip (a pipeline of GETs: the keys span slots)."""
@@ -510,6 +597,7 @@ class RedisStore(RevisitSeam):
 
     async def aclose(self) -> None:
         try:
+            await self._found.aclose()
             if self._opened:
                 await self._flush_index()
         finally:
@@ -517,7 +605,9 @@ class RedisStore(RevisitSeam):
 
     def ip_gate(self, cap: int, hold_s: float) -> RedisIpGate:
         """The crawl's per-IP cap of ``cap`` requests in flight, across every fetcher."""
-        return RedisIpGate(self._client, self._crawl, cap, hold_s, ready=self.open)
+        return RedisIpGate(
+            self._client, self._crawl, cap, hold_s, ready=self.open, calls=self._calls
+        )
 
     # -- internals ----------------------------------------------------------------
 
@@ -609,10 +699,10 @@ class RedisStore(RevisitSeam):
 
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """``call()``, again while the server is unreachable or a cluster fails over, for
-        up to ``retry_s`` seconds. A script that ran but whose reply was lost runs twice:
-        ADD is absorbed by dedup, a second COMPLETE or RELEASE is fenced (the caller
-        then discards the result it already stored), a second LEASE leaves a lease
-        that expires unused."""
+        up to ``retry_s`` seconds, backing off from 50 ms to ``_RETRY_MAX_S``. A script
+        that ran but whose reply was lost runs twice: ADD is absorbed by dedup, a second
+        COMPLETE or RELEASE is fenced (the caller then discards the result it already
+        stored), a second LEASE leaves a lease that expires unused."""
         deadline = time.monotonic() + self._retry_s
         delay_s = 0.05
         transient, refused = _transient()
@@ -630,7 +720,7 @@ class RedisStore(RevisitSeam):
                 level = logging.DEBUG if isinstance(error, SlotMoving) else logging.WARNING
                 log.log(level, "redis unavailable, retrying in %.2f s: %s", delay_s, error)
                 await asyncio.sleep(delay_s)
-                delay_s = min(1.0, delay_s * 2)
+                delay_s = min(_RETRY_MAX_S, delay_s * 2)
 
     def _to_caller(self, server_ms: float) -> float:
         """A server time (ms) on the caller's clock; 0 stays 0 (a host never held back)."""
@@ -651,7 +741,8 @@ class RedisStore(RevisitSeam):
         keys = [self._crawl_key + "due", self._crawl_key + "dv", self._crawl_key + "nx"]
         script = self._scripts["index"]
         try:
-            raw = await self._retrying(lambda: script(keys=keys, args=args))
+            async with self._calls:
+                raw = await self._retrying(lambda: script(keys=keys, args=args))
         except BaseException:
             for shard, update in pending.items():
                 self._pending.setdefault(shard, update)
@@ -695,6 +786,56 @@ class RedisStore(RevisitSeam):
         requests = max(0, host.requests_made - lease.host.requests_made)
         return (delta, encode_state(host), host.retired or "", failing, str(requests))
 
+    def _caps(self, budget: BudgetConfig) -> tuple[int, int]:
+        """ADD's queue caps: of a host, of a shard's share of the crawl (-1: none)."""
+        host_cap = -1 if budget.max_queued_per_host is None else budget.max_queued_per_host
+        crawl_cap = (
+            -1 if budget.max_queued is None else math.ceil(budget.max_queued / self._layout.shards)
+        )
+        return host_cap, crawl_cap
+
+    async def _add_found(
+        self, entries: Sequence[QueuedUrl], budget: BudgetConfig, referrer: str
+    ) -> list[AddStatus]:
+        """A completion's discoveries in other shards, coalesced with those of the other
+        completions under way (one ADD per shard per round: :mod:`.coalescer`); the new
+        ones are catalogued with ``referrer``."""
+        shards = self._layout.shards
+        caps = self._caps(budget)
+        keyed = [((shard_of(e.host_key, shards), *caps), (e, referrer)) for e in entries]
+        statuses = await self._found.submit(keyed)
+        later = [
+            CatalogueEntry(entry.url, depth=entry.depth, referrer=referrer)
+            for entry, status in zip(entries, statuses, strict=True)
+            if status is AddStatus.QUEUED
+            and shard_of(url_authority(entry.url), shards) != shard_of(entry.host_key, shards)
+        ]
+        await self._record((), found=later)
+        return statuses
+
+    async def _send_found(
+        self, key: tuple[int, int, int], items: list[tuple[QueuedUrl, str]]
+    ) -> list[AddStatus]:
+        """One ADD of a round of :meth:`_add_found`: each URL with its own referrer."""
+        shard, host_cap, crawl_cap = key
+        shards = self._layout.shards
+        args: list[Any] = [host_cap, crawl_cap, ""]
+        for entry, referrer in items:
+            h1, h2 = bloom_hashes(entry.url)
+            here = shard_of(url_authority(entry.url), shards) == shard
+            args.extend(
+                (
+                    entry.host_key,
+                    entry.level,
+                    encode_entry(entry.host_key, entry.depth, entry.url),
+                    h1,
+                    h2,
+                    ">" + referrer if here else "0",
+                )
+            )
+        reply = await self._shard_call("add", shard, None, args)
+        return [AddStatus(int(raw)) for raw in reply.rest]
+
     def _add_args(
         self,
         args: list[Any],
@@ -706,9 +847,7 @@ class RedisStore(RevisitSeam):
         """Append ADD's arguments to ``args``; the entries whose catalogue row belongs to
         another shard (written after the step, when the URL was queued)."""
         shards = self._layout.shards
-        host_cap = -1 if budget.max_queued_per_host is None else budget.max_queued_per_host
-        crawl_cap = -1 if budget.max_queued is None else math.ceil(budget.max_queued / shards)
-        args.extend((host_cap, crawl_cap, referrer or ""))
+        args.extend((*self._caps(budget), referrer or ""))
         elsewhere: set[QueuedUrl] = set()
         for entry in entries:
             h1, h2 = bloom_hashes(entry.url)

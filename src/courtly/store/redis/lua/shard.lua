@@ -204,7 +204,8 @@ local function requeue(host)
 end
 
 -- ADD of entries at ARGV[base...]: host cap, crawl cap (-1: none), referrer, then
--- (host, level, entry, h1, h2, catalogue?) per URL; returns one status each
+-- (host, level, entry, h1, h2, catalogue?) per URL, catalogue? being '1' (catalogue a new
+-- URL with the referrer above), '>' .. a referrer of its own, or '0'; one status each
 local function add_entries(base, known)
   local hostcap, crawlcap = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
   local referrer = ARGV[base + 2]
@@ -237,8 +238,11 @@ local function add_entries(base, known)
             fs = fs + 1
           end
           hq_add(host, 1)
-          if ARGV[i + 5] == '1' then
+          local cat = ARGV[i + 5]
+          if cat == '1' then
             cat_found(entry_url(entry), 'D' .. entry_depth(entry), referrer)
+          elseif string.byte(cat, 1) == 62 then  -- '>' .. the entry's own referrer
+            cat_found(entry_url(entry), 'D' .. entry_depth(entry), string.sub(cat, 2))
           end
         end
       end
