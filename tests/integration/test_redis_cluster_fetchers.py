@@ -32,8 +32,9 @@ if TYPE_CHECKING:
         wait_all,
     )
 else:  # tests/integration is no package: pytest puts its directory on the path
-    from conftest import MIN_DELAY_S, PER_IP, LiveWeb
     from test_redis_crawl import COVERAGE_FLOOR, finite_spec, start_fetcher, wait_all
+
+    from conftest import MIN_DELAY_S, PER_IP, LiveWeb
 
 pytestmark = [
     pytest.mark.integration,
