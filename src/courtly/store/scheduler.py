@@ -78,6 +78,9 @@ __all__ = ["MAX_HINTS", "HostRow", "QueueRows", "Scheduler", "back_ranks", "reti
 
 _LEASE_SCAN_PER_LEASE: Final = 4
 """Front pops allowed per lease asked for, beyond ``activation_scan``."""
+_DUE_FOR_BREADTH: Final = 2
+"""A better front-tier level is taken in before ready hosts only while fewer than this
+many hosts per lease asked for are due (see :meth:`Scheduler.lease`)."""
 
 MAX_HINTS: Final = 65_536
 """Promotion hints kept for URLs waiting in the front tier (all dropped when full)."""
@@ -375,11 +378,19 @@ class Scheduler:
         levels = self._levels
         out: list[Lease] = []
         scan = max(self._scan, _LEASE_SCAN_PER_LEASE * max_leases)
+        # A better level in the front tier goes before ready hosts' heads only while few
+        # hosts are due: with many due, taking in more hosts would only add robots.txt
+        # fetches and new connections ahead of known hosts' pages (breadth the fetchers
+        # cannot use); the front tier then waits until no host is due. Decided once per
+        # call, so one batch still hands out heads in non-decreasing level.
+        better_first = self._due_live < _DUE_FOR_BREADTH * max(1, max_leases)
         while len(out) < max_leases:
             due = self._best_due()
-            if scan > 0 and self._active < self._max_slots:
+            if scan > 0 and self._active < self._max_slots and (better_first or not out):
                 best = rows.front_best_level()
-                if best is not None and (due is None or rank_of(best, levels) < due[0]):
+                if best is not None and (
+                    due is None or (better_first and rank_of(best, levels) < due[0])
+                ):
                     # the front tier holds a better level than any ready host's head
                     scan -= 1
                     self._take_from_front(now_at)
