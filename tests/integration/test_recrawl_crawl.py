@@ -265,56 +265,10 @@ def test_news_pages_get_their_own_lane_below_the_ordinary_floor(tmp_path: Path) 
     assert lags and lags[len(lags) // 2] <= 2 * period
 
 
-def test_duplicates_across_urls_are_recorded(tmp_path: Path) -> None:
+def crawl_dup_site(tmp_path: Path, bodies: dict[str, str]) -> tuple[Crawler, MemoryFetcher]:
+    """A 300 s (fake clock) --recrawl crawl of http://dup.test/, one page at a time, whose
+    paths answer ``bodies`` as HTML (any other path: 404)."""
     clock = FakeClock()
-    words = " ".join(f"w{i}" for i in range(300))
-    bodies = {
-        "/": "<main>" + "".join(f'<a href="/{p}">{p}</a>' for p in "abcd") + "</main>",
-        "/a": f"<main>{words} end</main>",
-        "/b": f"<main>{words} end</main><footer>another template</footer>",
-        "/c": f"<main>{words} fin</main>",
-        "/d": "<main>" + " ".join(f"z{i}" for i in range(300)) + "</main>",
-    }
-
-    def answer(url: str) -> Reply:
-        path = url.removeprefix("http://dup.test")
-        if path not in bodies:
-            return 404
-        return 200, {"Content-Type": "text/html"}, bodies[path].encode()
-
-    config = recrawl_config(tmp_path / "state", seeds=("http://dup.test/",), concurrency=1)
-    crawler: Crawler
-
-    def on_page(page: Page) -> None:
-        if clock.now() >= clock_start + 300:
-            crawler.request_stop("max_time")
-
-    clock_start = clock.now()
-    crawler = Crawler(config, clock=clock, fetcher=MemoryFetcher(answer, clock), on_page=on_page)
-    asyncio.run(crawler.run())
-    states = states_of(crawler)
-    marked = {u: (states[u].duplicate_of, states[u].near_duplicate_of) for u in states}
-    a, b = "http://dup.test/a", "http://dup.test/b"
-    # /a and /b share their main text: the one fetched later is an exact duplicate
-    assert sorted([marked[a][0] or "", marked[b][0] or ""]) in (["", a], ["", b])
-    assert marked[a][0] in (None, b) and marked[b][0] in (None, a)
-    assert marked["http://dup.test/c"][0] is None
-    assert marked["http://dup.test/c"][1] in {"http://dup.test/a", "http://dup.test/b"}
-    assert marked["http://dup.test/d"] == (None, None)
-
-
-def test_an_exact_duplicates_links_are_not_taken_again(tmp_path: Path) -> None:
-    """Two URLs with one main text: the one read second is an exact duplicate, and the link
-    only it carries (outside the main text) is neither fetched nor queued."""
-    clock = FakeClock()
-    words = " ".join(f"w{i}" for i in range(300))
-    bodies = {
-        "/": '<main><a href="/a">a</a> <a href="/b">b</a></main>',
-        "/a": f'<main>{words}</main><nav><a href="/from-a">more</a></nav>',
-        "/b": f'<main>{words}</main><nav><a href="/from-b">more</a></nav>',
-        "/from-a": "<main>only a links here</main>",
-        "/from-b": "<main>only b links here</main>",
-    }
 
     def answer(url: str) -> Reply:
         path = url.removeprefix("http://dup.test")
@@ -333,6 +287,42 @@ def test_an_exact_duplicates_links_are_not_taken_again(tmp_path: Path) -> None:
     fetcher = MemoryFetcher(answer, clock)
     crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
     asyncio.run(crawler.run())
+    return crawler, fetcher
+
+
+def test_duplicates_across_urls_are_recorded(tmp_path: Path) -> None:
+    words = " ".join(f"w{i}" for i in range(300))
+    bodies = {
+        "/": "<main>" + "".join(f'<a href="/{p}">{p}</a>' for p in "abcd") + "</main>",
+        "/a": f"<main>{words} end</main>",
+        "/b": f"<main>{words} end</main><footer>another template</footer>",
+        "/c": f"<main>{words} fin</main>",
+        "/d": "<main>" + " ".join(f"z{i}" for i in range(300)) + "</main>",
+    }
+    crawler, _ = crawl_dup_site(tmp_path, bodies)
+    states = states_of(crawler)
+    marked = {u: (states[u].duplicate_of, states[u].near_duplicate_of) for u in states}
+    a, b = "http://dup.test/a", "http://dup.test/b"
+    # /a and /b share their main text: the one fetched later is an exact duplicate
+    assert sorted([marked[a][0] or "", marked[b][0] or ""]) in (["", a], ["", b])
+    assert marked[a][0] in (None, b) and marked[b][0] in (None, a)
+    assert marked["http://dup.test/c"][0] is None
+    assert marked["http://dup.test/c"][1] in {"http://dup.test/a", "http://dup.test/b"}
+    assert marked["http://dup.test/d"] == (None, None)
+
+
+def test_an_exact_duplicates_links_are_not_taken_again(tmp_path: Path) -> None:
+    """Two URLs with one main text: the one read second is an exact duplicate, and the link
+    only it carries (outside the main text) is neither fetched nor queued."""
+    words = " ".join(f"w{i}" for i in range(300))
+    bodies = {
+        "/": '<main><a href="/a">a</a> <a href="/b">b</a></main>',
+        "/a": f'<main>{words}</main><nav><a href="/from-a">more</a></nav>',
+        "/b": f'<main>{words}</main><nav><a href="/from-b">more</a></nav>',
+        "/from-a": "<main>only a links here</main>",
+        "/from-b": "<main>only b links here</main>",
+    }
+    crawler, fetcher = crawl_dup_site(tmp_path, bodies)
     states = states_of(crawler)
     a, b = "http://dup.test/a", "http://dup.test/b"
     duplicate = a if states[a].duplicate_of == b else b
