@@ -701,8 +701,8 @@ async def test_a_better_level_in_the_front_tier_goes_before_ready_hosts(
 
 
 async def test_a_news_revisit_goes_first_in_its_host(make: MakeStore) -> None:
+    # every store, Redis included: its back queues are FIFO except for the news lane
     store = make(QueueConfig(levels=3))
-    _needs_host_order(store)
     seed = await _held(store, "a.test")
     found = [url("a.test", f"p{i}", level=0) for i in range(3)]
     await store.complete(seed, seed.host, found, T0, NO_BUDGET)
@@ -712,6 +712,43 @@ async def test_a_news_revisit_goes_first_in_its_host(make: MakeStore) -> None:
     served = await drain(store)
     assert served[0] == news.url
     assert served[1:] == [*(f"http://a.test/p{i}" for i in range(3)), ordinary.url]
+
+
+async def test_a_news_revisit_goes_behind_the_leased_head_and_earlier_news(
+    make: MakeStore,
+) -> None:
+    store = make(QueueConfig(levels=3))
+    seed = await _held(store, "a.test")
+    found = [url("a.test", f"p{i}", level=1) for i in range(3)]
+    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    leased = await lease_one(store)
+    assert leased.url == "http://a.test/p0"
+    first, second = url("a.test", "seed", level=0), url("a.test", "hub", level=0)
+    assert await store.revisit([first], T0, NO_BUDGET) == [AddStatus.QUEUED]
+    assert await store.revisit([second], T0, NO_BUDGET) == [AddStatus.QUEUED]
+    await done(store, leased)  # the leased URL leaves, and no other
+    served = await drain(store)
+    assert served == [first.url, second.url, "http://a.test/p1", "http://a.test/p2"]
+
+
+async def test_a_news_revisit_through_the_front_tier_goes_first_in_its_host(
+    make: MakeStore,
+) -> None:
+    # a.test is held while some of its URLs wait in the front tier: the news URL joins
+    # them there, and goes first when it reaches the host's back queue
+    store = make(QueueConfig(levels=1))
+    pages = [url("a.test", f"p{i}") for i in range(3)]
+    assert await store.add(pages, T0, NO_BUDGET) == [AddStatus.QUEUED] * 3
+    leased = await lease_one(store)
+    assert leased.url == "http://a.test/p0"
+    news = url("a.test", "seed", level=0)
+    assert await store.revisit([news], T0, NO_BUDGET) == [AddStatus.QUEUED]
+    later = replace(leased.host, next_allowed_at=T0 + 1)
+    assert await store.complete(leased, later, (), T0, NO_BUDGET) == []
+    # not allowed yet: a lease takes the host in again from the front tier, all three
+    assert (await store.lease(T0, TTL_S, 1)).leases == ()
+    served = await drain(store, T0 + 1)
+    assert served == [news.url, "http://a.test/p1", "http://a.test/p2"]
 
 
 async def test_promote_moves_a_queued_url_to_the_tail_of_its_new_level(make: MakeStore) -> None:

@@ -147,6 +147,20 @@ async def test_news_rows_take_the_news_level_and_refusals_come_back_later(
     assert (await requeue(store, T0 + 49, budget=BudgetConfig(max_queued_per_host=1))).queued == ()
 
 
+async def test_a_due_news_row_goes_first_in_its_hosts_back_queue(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=2))
+    rows = rows_of(store)
+    assert await store.add([url("a.test", "seed")], T0, NO_BUDGET) == [AddStatus.QUEUED]
+    seed = await lease_one(store)
+    found = [url("a.test", f"p{i}", level=1) for i in range(3)]
+    assert await store.complete(seed, seed.host, found, T0, NO_BUDGET) == [AddStatus.QUEUED] * 3
+    await rows.note_visits([row("a.test", "seed", T0, lane=0), row("a.test", "old", T0)])
+    assert sorted((await requeue(store, T0)).queued) == ["http://a.test/old", "http://a.test/seed"]
+    served = await drain(store)
+    assert served[0] == "http://a.test/seed"
+    assert served[1:] == [*(f"http://a.test/p{i}" for i in range(3)), "http://a.test/old"]
+
+
 async def test_a_retired_hosts_row_is_refused(make: MakeStore) -> None:
     store = make(QueueConfig(levels=1))
     assert await store.add([url("d.test", "p")], T0, NO_BUDGET) == [AddStatus.QUEUED]

@@ -58,7 +58,7 @@ local function take_from_front()
   local e = front_pop()
   local host = entry_host(e)
   if redis.call('HEXISTS', P .. 'bl', host) == 1 then
-    redis.call('RPUSH', P .. 'b:' .. host, e)
+    back_push(host, e, redis.call('SISMEMBER', P .. 'nb', e) == 1)
     redis.call('HINCRBY', P .. 'bl', host, 1)
     bs = bs + 1
     return

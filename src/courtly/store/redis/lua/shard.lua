@@ -203,6 +203,30 @@ local function requeue(host)
   end
 end
 
+-- The news lane (courtly.frontier.news_lane): a news entry (a revisit at level 0: REVISIT,
+-- DUE) goes first in its host's back queue, behind a leased head (which stays at the head
+-- until its COMPLETE) and the news entries queued before it; any other entry goes to the
+-- tail. nb holds the news entries queued (front tier or back queue), so that a front
+-- pop (LEASE) and a later news entry know them; COMPLETE takes its head out.
+local function back_push(host, e, news)
+  local key = P .. 'b:' .. host
+  if not news then
+    redis.call('RPUSH', key, e)
+    return
+  end
+  local ahead = {}
+  if redis.call('HEXISTS', P .. 'l', host) == 1 then
+    ahead[1] = redis.call('LPOP', key) or nil
+  end
+  while true do
+    local head = redis.call('LINDEX', key, 0)
+    if not head or redis.call('SISMEMBER', P .. 'nb', head) == 0 then break end
+    ahead[#ahead + 1] = redis.call('LPOP', key)
+  end
+  redis.call('LPUSH', key, e)
+  for j = #ahead, 1, -1 do redis.call('LPUSH', key, ahead[j]) end
+end
+
 -- ADD of entries at ARGV[base...]: host cap, crawl cap (-1: none), referrer, then
 -- (host, level, entry, h1, h2, catalogue?) per URL, catalogue? being '1' (catalogue a new
 -- URL with the referrer above), '>' .. a referrer of its own, or '0'; one status each
@@ -228,8 +252,10 @@ local function add_entries(base, known)
           status = 1
         else
           local len = redis.call('HGET', P .. 'bl', host)
+          local news = known and tonumber(ARGV[i + 1]) <= 0
+          if news then redis.call('SADD', P .. 'nb', entry) end
           if len and tonumber(len) == queued then
-            redis.call('RPUSH', P .. 'b:' .. host, entry)
+            back_push(host, entry, news)
             redis.call('HINCRBY', P .. 'bl', host, 1)
             bs = bs + 1
           else
