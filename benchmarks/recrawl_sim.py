@@ -1,15 +1,25 @@
 """Recrawl policies on a simulated web: freshness, age and no-change fetches (notes §7).
 
 N pages with change rates log-uniform on [1/60, 24] per day, Poisson change times drawn
-in advance (fixed seed), a budget of B fetches a day, evenly spaced visits per page.
+in advance (fixed seeds), a budget of B fetches a day, evenly spaced visits per page.
+Every policy of one seed runs on the same pages and the same change times:
 
 * ``uniform``: every page every N/B days;
-* ``harmonic``: ``courtly.frontier.recrawl`` — rates λ̂ estimated from what the visits
-  saw (the irregular-interval MLE, the crawl's estimator without Last-Modified),
-  μ fitted to the budget, ρ = (√(λ² + 4λ/μ) − λ)/2, re-solved weekly;
+* ``harmonic``: ``courtly.frontier.recrawl`` as the crawl runs it — λ̂ estimated from what
+  the visits saw (:func:`~courtly.frontier.revisit.estimate_rate`'s estimator without
+  Last-Modified: the irregular-interval MLE over the last 32 changed intervals and their
+  share of the unchanged time, :func:`~courtly.frontier.recrawl.window_unchanged`); the
+  estimates and μ (fitted to the budget) re-solved weekly, each visit's next interval from
+  :func:`~courtly.frontier.recrawl.recrawl_interval` (clamped to [1 h, 30 d], at most twice
+  the previous); the first week every page is visited daily;
+* ``harmonic-true``: the same schedule with the true λ (what a perfect estimator gives);
 * ``nutch``: the interval ×1.4 when unchanged, ×0.8 when changed, in [1 h, 30 d] (no budget).
 
-    python benchmarks/recrawl_sim.py [--quick] [--json]
+Each seed also prints ``expected uniform``: Σ (1 − e^{−λI})/(λI) / N for its rates, the
+closed form the simulated uniform freshness must match (notes §2; a check of the
+simulator, not of a policy).
+
+    python benchmarks/recrawl_sim.py [--quick] [--seeds 1,2,3,4,5] [--unwindowed] [--json]
 """
 
 from __future__ import annotations
@@ -20,11 +30,19 @@ import heapq
 import json
 import math
 import random
+import statistics
 import time
 
-from courtly.frontier.recrawl import LaneSchedule, fit_mu, harmonic_rate, irregular_rate
+from courtly.frontier.recrawl import (
+    LaneSchedule,
+    fit_mu,
+    irregular_rate,
+    recrawl_interval,
+    window_unchanged,
+)
 
-DAY = 1.0  # the simulation runs in days
+RING = 32  # the changed intervals a crawl's state keeps (courtly.frontier.revisit.RING)
+POLICIES = ("uniform", "harmonic", "harmonic-true", "nutch")
 
 
 def changes(rate: float, horizon: float, rng: random.Random) -> list[float]:
@@ -37,19 +55,42 @@ def changes(rate: float, horizon: float, rng: random.Random) -> list[float]:
         out.append(at)
 
 
-def run(
-    policy: str, pages: int, days: float, budget: float, seed: int = 1
-) -> dict[str, float | str]:
+def web(pages: int, days: float, seed: int) -> tuple[list[float], list[list[float]]]:
+    """The change rates (per day) and the change times of ``pages`` pages."""
     rng = random.Random(seed)
     rates = [math.exp(rng.uniform(math.log(1 / 60), math.log(24))) for _ in range(pages)]
-    times = [changes(r, days, rng) for r in rates]
+    return rates, [changes(r, days, rng) for r in rates]
+
+
+def expected_uniform(rates: list[float], interval: float) -> float:
+    """Freshness of evenly spaced visits every ``interval``: mean of (1 − e^{−r})/r."""
+    return sum(-math.expm1(-r * interval) / (r * interval) for r in rates) / len(rates)
+
+
+def run(
+    policy: str,
+    rates: list[float],
+    times: list[list[float]],
+    days: float,
+    budget: float,
+    *,
+    window: bool = True,
+) -> dict[str, float | str]:
+    """One policy over the pages ``rates``/``times`` for ``days`` at ``budget`` fetches a day.
+
+    ``window=False`` sets all the unchanged time against only the last 32 changed
+    intervals (the estimator before it was fixed), for comparison."""
+    pages = len(rates)
     lane = LaneSchedule(min_s=1 / 24, max_s=30.0, default_s=1.0)
     interval = [pages / budget] * pages
-    changed: list[list[float]] = [[] for _ in range(pages)]
-    unchanged = [0.0] * pages
+    changed: list[tuple[float, ...]] = [() for _ in range(pages)]
+    unchanged = [0.0] * pages  # all the unchanged time, as the crawl's state keeps it
+    counts = [0] * pages  # changes seen
     fresh_time = age_time = 0.0
     fetches = nochange = 0
     next_solve = 7.0
+    est: list[float] = []
+    mu = 1.0
     last = [0.0] * pages  # every page fetched at 0
     due = [(pages / budget) * (i + 0.5) / pages for i in range(pages)]  # spread the first round
     if policy == "nutch":
@@ -62,17 +103,24 @@ def run(
         at, i = heapq.heappop(heap)
         if at >= days:
             continue
-        if policy == "harmonic" and at >= next_solve:
+        if policy.startswith("harmonic") and at >= next_solve:
             next_solve += 7.0
-            est = [
-                irregular_rate(changed[j][-32:], unchanged[j], pseudo_s=0.5, low=0.0005, high=70)
-                for j in range(pages)
-            ]
+            if policy == "harmonic-true":
+                est = rates
+            else:
+                est = [
+                    irregular_rate(
+                        changed[j],
+                        window_unchanged(unchanged[j], counts[j], len(changed[j]))
+                        if window
+                        else unchanged[j],
+                        pseudo_s=0.5,
+                        low=0.0005,
+                        high=70,
+                    )
+                    for j in range(pages)
+                ]
             mu = fit_mu([(e, 1.0) for e in est], budget, lane)
-            interval = [
-                min(lane.max_s, max(lane.min_s, 1 / max(harmonic_rate(e, 1.0, mu), 1e-12)))
-                for e in est
-            ]
         fresh_time_i, age_i = _window(times[i], last[i], at)
         fresh_time += fresh_time_i
         age_time += age_i
@@ -81,13 +129,19 @@ def run(
         last_change_index[i] = k
         gap = at - last[i]
         fetches += 1
+        if not saw_change:
+            nochange += 1
         if saw_change:
-            changed[i].append(gap)
+            changed[i] = (*changed[i], gap)[-RING:]
+            counts[i] += 1
         else:
             unchanged[i] += gap
-            nochange += 1
         if policy == "nutch":
             interval[i] = min(30.0, max(1 / 24, interval[i] * (0.8 if saw_change else 1.4)))
+        elif policy.startswith("harmonic") and est:
+            # as the crawl schedules a visit: this page's estimate, the lane's μ, the clamps
+            # and at most twice the previous interval
+            interval[i] = recrawl_interval(est[i], 1.0, mu, lane, previous_s=interval[i])
         last[i] = at
         heapq.heappush(heap, (at + interval[i], i))
     for i in range(pages):
@@ -95,11 +149,11 @@ def run(
         fresh_time += f
         age_time += a
     return {
-        "policy": policy,
-        "freshness": round(fresh_time / (pages * days), 3),
-        "age_days": round(age_time / (pages * days), 3),
+        "policy": policy if window else f"{policy} (unwindowed)",
+        "freshness": round(fresh_time / (pages * days), 4),
+        "age_days": round(age_time / (pages * days), 4),
         "fetches_per_day": round(fetches / days),
-        "no_change_share": round(nochange / max(1, fetches), 3),
+        "no_change_share": round(nochange / max(1, fetches), 4),
     }
 
 
@@ -115,27 +169,72 @@ def _window(change_times: list[float], start: float, end: float) -> tuple[float,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="200 pages, 60 days")
+    parser.add_argument(
+        "--seeds", default="1,2,3,4,5", help="the webs to draw: seeds, comma-separated"
+    )
+    parser.add_argument(
+        "--unwindowed", action="store_true", help="also run the estimator without its window fix"
+    )
     parser.add_argument("--json", action="store_true", help="one JSON line")
     args = parser.parse_args()
     pages, days = (200, 60.0) if args.quick else (1000, 240.0)
     budget = float(pages)  # one fetch per page per day on average
     started = time.perf_counter()
-    rows = [run(p, pages, days, budget) for p in ("uniform", "harmonic", "nutch")]
+    seeds: list[dict[str, object]] = []
+    for seed in (int(part) for part in args.seeds.split(",")):
+        rates, times = web(pages, days, seed)
+        rows = [run(p, rates, times, days, budget) for p in POLICIES]
+        if args.unwindowed:
+            rows.append(run("harmonic", rates, times, days, budget, window=False))
+        seeds.append(
+            {
+                "seed": seed,
+                "expected_uniform": round(expected_uniform(rates, pages / budget), 4),
+                "rows": rows,
+            }
+        )
+    mean: dict[str, dict[str, float]] = {}
+    for name in [str(r["policy"]) for r in seeds[0]["rows"]]:  # type: ignore[attr-defined]
+        picked = [r for s in seeds for r in s["rows"] if r["policy"] == name]  # type: ignore[attr-defined]
+        mean[name] = {
+            key: round(statistics.mean(float(r[key]) for r in picked), 4)
+            for key in ("freshness", "age_days", "fetches_per_day", "no_change_share")
+        }
+        mean[name]["gain_over_uniform"] = round(
+            statistics.mean(
+                float(r["freshness"]) - float(u["freshness"])
+                for s in seeds
+                for r in s["rows"]  # type: ignore[attr-defined]
+                for u in s["rows"]  # type: ignore[attr-defined]
+                if r["policy"] == name and u["policy"] == "uniform"
+            ),
+            4,
+        )
     result: dict[str, object] = {
         "pages": pages,
         "days": days,
         "budget_per_day": budget,
-        "rows": rows,
+        "seeds": seeds,
+        "mean": mean,
+        "seconds": round(time.perf_counter() - started, 1),
     }
-    result["seconds"] = round(time.perf_counter() - started, 1)
     if args.json:
         print(json.dumps(result))
         return
     print(f"{pages} pages, {days:g} days, {budget:g} fetches/day budget")
-    for row in rows:
+    for s in seeds:
+        print(f"seed {s['seed']}: expected uniform {s['expected_uniform']}")
+        for row in s["rows"]:  # type: ignore[attr-defined]
+            print(
+                f"  {row['policy']:>22}: freshness {row['freshness']}, age {row['age_days']} d, "
+                f"{row['fetches_per_day']} fetches/day, {row['no_change_share']:.1%} no change"
+            )
+    print(f"mean of {len(seeds)} seeds:")
+    for name, row in mean.items():
         print(
-            f"{row['policy']:>9}: freshness {row['freshness']}, age {row['age_days']} d, "
-            f"{row['fetches_per_day']} fetches/day, {row['no_change_share']:.0%} no change"
+            f"  {name:>22}: freshness {row['freshness']} ({row['gain_over_uniform']:+.4f} over "
+            f"uniform), age {row['age_days']} d, {row['fetches_per_day']:.0f} fetches/day, "
+            f"{row['no_change_share']:.1%} no change"
         )
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "last_modified_rate",
     "next_due_at",
     "recrawl_interval",
+    "window_unchanged",
 ]
 
 DAY_S = 86_400.0
@@ -135,6 +136,22 @@ def irregular_rate(
         else:
             hi = mid
     return math.exp((lo + hi) / 2)
+
+
+def window_unchanged(unchanged_s: float, changes: int, kept: int) -> float:
+    """The unchanged time that goes with the ``kept`` most recent of ``changes`` changed
+    intervals (seconds): ``unchanged_s`` (all of it) times kept/changes.
+
+    :func:`irregular_rate` needs both sides of its equation over the same stretch of
+    history. A state keeps only the last changed intervals (a ring) but sums every
+    unchanged interval; setting all that unchanged time against only the kept changes
+    biases λ̂ low for every page with more changes than the ring holds (after 240 daily
+    visits of a page seen changed at every other one, a ring of 32 gives about a third
+    of its rate). The share assumes unchanged time spread evenly over the history.
+    """
+    if changes <= kept or changes <= 0:
+        return unchanged_s
+    return unchanged_s * kept / changes
 
 
 def last_modified_rate(visits: int, changes: int, observed_s: float) -> float:

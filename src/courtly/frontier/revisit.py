@@ -30,6 +30,7 @@ from courtly.frontier.recrawl import (
     last_modified_rate,
     next_due_at,
     recrawl_interval,
+    window_unchanged,
 )
 
 __all__ = ["RING", "Archive", "RevisitState", "Visit", "estimate_rate", "observe", "schedule"]
@@ -198,7 +199,8 @@ def observe(
 
 def estimate_rate(state: RevisitState, lane: LaneSchedule) -> float:
     """λ̂ for ``state``: the Last-Modified estimator while that header is trusted and there
-    are 3 comparisons, else the irregular-interval MLE over the recent window, with
+    are 3 comparisons, else the irregular-interval MLE over the recent window (the ring's
+    changed intervals and their share of the unchanged time), with
     pseudo-intervals of half the lane's default interval (0.5 day for a 1-day lane),
     bisected between a thousandth of a change per longest interval and ten per shortest."""
     if state.validators.lm_trusted and state.comparisons >= _MIN_VISITS_FOR_HISTORY:
@@ -207,7 +209,7 @@ def estimate_rate(state: RevisitState, lane: LaneSchedule) -> float:
             return last_modified_rate(state.comparisons, state.changes, observed)
     return irregular_rate(
         state.changed_ring,
-        state.unchanged_s,
+        window_unchanged(state.unchanged_s, state.changes, len(state.changed_ring)),
         pseudo_s=lane.default_s / 2,
         low=0.001 / lane.max_s,
         high=10.0 / lane.min_s,

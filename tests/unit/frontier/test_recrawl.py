@@ -22,6 +22,7 @@ from courtly.frontier.recrawl import (
     last_modified_rate,
     next_due_at,
     recrawl_interval,
+    window_unchanged,
 )
 
 LANE = LaneSchedule(min_s=3600.0, max_s=30 * DAY_S, default_s=DAY_S)
@@ -203,3 +204,9 @@ def test_first_interval_uses_the_cache_heuristic_when_dates_are_sane() -> None:
 def test_lane_bounds_are_checked() -> None:
     with pytest.raises(ValueError):
         LaneSchedule(min_s=10.0, max_s=5.0, default_s=7.0)
+
+
+def test_window_unchanged_keeps_the_kept_changes_share_of_the_unchanged_time() -> None:
+    assert window_unchanged(1000.0, changes=20, kept=32) == 1000.0  # the ring holds them all
+    assert window_unchanged(1000.0, changes=0, kept=0) == 1000.0
+    assert window_unchanged(1000.0, changes=128, kept=32) == pytest.approx(250.0)

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import math
+import random
+import statistics
+
 from hypothesis import given
 from hypothesis import strategies as st
 
 from courtly.frontier.recrawl import DAY_S, LaneSchedule
-from courtly.frontier.revisit import Archive, RevisitState, Visit, observe, schedule
+from courtly.frontier.revisit import (
+    Archive,
+    RevisitState,
+    Visit,
+    estimate_rate,
+    observe,
+    schedule,
+)
 
 LANE = LaneSchedule(min_s=600.0, max_s=30 * DAY_S, default_s=DAY_S)
 T0 = 1_800_000_000.0
@@ -98,3 +109,24 @@ def test_a_fast_page_is_revisited_sooner_than_a_slow_one_but_not_proportionally(
     fast, slow = run(1), run(16)
     assert fast < slow
     assert slow / fast < 16
+
+
+def test_the_estimate_of_a_long_history_stays_near_the_true_rate() -> None:
+    # 240 daily visits of a page changing at λ = ln 2 a day (seen changed at every other
+    # visit, about 120 changes): the ring keeps 32 changed intervals, and only their share
+    # of the unchanged time may be set against them. All of it would give about λ/3.
+    rng = random.Random(11)
+    rate = math.log(2) / DAY_S
+    estimates = []
+    for _ in range(40):
+        state = RevisitState("http://a/")
+        now, text, next_change = T0, 0, T0 + rng.expovariate(rate)
+        for _ in range(240):
+            now += DAY_S
+            while next_change <= now:
+                text += 1
+                next_change += rng.expovariate(rate)
+            state = visit(state, now, 200, str(text), text).state
+        assert state.changes > len(state.changed_ring) == 32
+        estimates.append(estimate_rate(state, LANE))
+    assert abs(statistics.median(estimates) / rate - 1) < 0.1
