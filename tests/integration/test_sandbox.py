@@ -230,6 +230,44 @@ async def test_cli_serve_writes_ready_marker_and_stops_on_sigterm(tmp_path: Path
     assert [r.path for r in load_log(tmp_path)] == ["/"]
 
 
+async def test_cli_serve_changing_serves_the_watch_pages_with_validators(tmp_path: Path) -> None:
+    code = "from courtly.sandbox.cli import sandbox; sandbox()"
+    args = ("serve", "--dir", str(tmp_path), "--changing", "--news-period", "1")
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", code, *args, stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert proc.stdout is not None
+        info = json.loads(await asyncio.wait_for(proc.stdout.readline(), 30))
+        urls = (await asyncio.to_thread((tmp_path / "watch.txt").read_text)).split()
+        assert urls == info["watch_urls"] and info["watch_seeds_file"] == str(
+            tmp_path / "watch.txt"
+        )
+        assert {u.rsplit("/", 1)[1] for u in urls} >= {"hub", "prices", "still", "liar"}
+        hosts = parse_hosts_file(await asyncio.to_thread(Path(info["hosts_file"]).read_text))
+        name = urls[0].split("/")[2].split(":")[0]
+        base = f"http://{hosts[name]}:{info['port']}"
+        async with aiohttp.ClientSession() as session:
+            headers = {"Host": name}
+            async with session.get(f"{base}/watch/still", headers=headers) as resp:
+                assert resp.status == 200
+                etag = resp.headers["ETag"]
+            again = {**headers, "If-None-Match": etag}
+            async with session.get(f"{base}/watch/still", headers=again) as resp:
+                assert resp.status == 304
+            async with session.get(f"{base}/watch/hub", headers=headers) as resp:
+                first = await resp.text()
+            await asyncio.sleep(1.2)  # one publication interval: a new article on the hub
+            async with session.get(f"{base}/watch/hub", headers=headers) as resp:
+                assert resp.status == 200 and await resp.text() != first
+        proc.send_signal(signal.SIGTERM)
+        assert await asyncio.wait_for(proc.wait(), 15) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
 # -- a tiny polite crawler, to show that truth, server and auditor agree ------------
 
 

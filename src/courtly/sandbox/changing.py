@@ -34,7 +34,14 @@ from urllib.parse import urlsplit
 
 from courtly.clock import Clock
 
-__all__ = ["BEHAVIOURS", "HUB_LINKS", "ChangingPage", "ChangingSite", "SiteRequest"]
+__all__ = [
+    "BEHAVIOURS",
+    "HUB_LINKS",
+    "ChangingPage",
+    "ChangingSite",
+    "SiteRequest",
+    "watch_pages",
+]
 
 BEHAVIOURS = (
     "honest", "none", "etag_per_response", "lm_now", "lying_304", "clock_footer", "hub",
@@ -175,3 +182,22 @@ class ChangingSite:
             f"{footer}</body></html>"
         ).encode()
         return 200, out, body
+
+
+def watch_pages(news_period_s: float = 10.0) -> tuple[ChangingPage, ...]:
+    """The pages ``courtly sandbox serve --changing`` serves under ``/watch/``, quick
+    enough to watch by hand: a news hub publishing an article every ``news_period_s``
+    seconds, a price page changing every 30 s, a policy page every 2 minutes, a page that
+    never changes, and one page per lying or validator-less behaviour, changing every
+    minute (so that a lie can be caught)."""
+    return (
+        ChangingPage("/watch/hub", news_period_s, "hub"),
+        ChangingPage("/watch/prices", 30.0),
+        ChangingPage("/watch/policy", 120.0),
+        ChangingPage("/watch/still", 1e9),
+        ChangingPage("/watch/plain", 60.0, "none"),
+        ChangingPage("/watch/tags", 60.0, "etag_per_response"),
+        ChangingPage("/watch/now", 60.0, "lm_now"),
+        ChangingPage("/watch/liar", 60.0, "lying_304"),
+        ChangingPage("/watch/clock", 60.0, "clock_footer"),
+    )

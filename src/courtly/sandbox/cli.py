@@ -3,7 +3,10 @@
 ``serve`` writes ``hosts``, ``seeds.txt``, ``sandbox.json`` and the request
 log(s) into ``--dir``, then prints one JSON line with the paths and writes the
 same JSON to ``DIR/ready``. SIGTERM or SIGINT stops it cleanly (logs flushed,
-``ready`` removed). With ``--workers N`` it runs N server processes sharing
+``ready`` removed). With ``--changing`` one host also serves
+:func:`courtly.sandbox.changing.watch_pages` under ``/watch/`` by the real clock, and
+their URLs go to ``DIR/watch.txt`` (``watch_seeds_file`` and ``watch_urls`` in the JSON).
+With ``--workers N`` it runs N server processes sharing
 the port (``SO_REUSEPORT``), each logging to ``requests.K.jsonl``;
 :func:`courtly.sandbox.request_log.load_log` on the directory merges them.
 """
@@ -22,8 +25,10 @@ from typing import cast
 
 import click
 
+from courtly.clock import SystemClock
 from courtly.event_loop import run_async
 from courtly.sandbox.audit import audit
+from courtly.sandbox.changing import ChangingSite, watch_pages
 from courtly.sandbox.request_log import load_log
 from courtly.sandbox.server import SandboxServer
 from courtly.sandbox.spec import SandboxSpec
@@ -82,9 +87,30 @@ def _worker_main(spec_json: str, port: int, workdir: str, index: int) -> None:
     run_async(_serve_worker(spec_json, port, workdir, index))
 
 
-async def _serve(spec: SandboxSpec, workdir: Path, workers: int) -> None:
+def _watch_host(spec: SandboxSpec) -> str:
+    """The host that serves the changing pages: the first live host without robots.txt
+    rules (nothing disallowed, no crawl delay beyond the crawler's own)."""
+    world = SandboxWorld(spec, 1)
+    return next(h.name for h in world.layout.hosts if h.robots_variant == "missing" and not h.dead)
+
+
+async def _serve(
+    spec: SandboxSpec, workdir: Path, workers: int, news_period_s: float | None = None
+) -> None:
     log_path = workdir / ("requests.0.jsonl" if workers > 1 else "requests.jsonl")
-    server = SandboxServer(spec, workdir=workdir, log_path=log_path, reuse_port=workers > 1)
+    clock = SystemClock()
+    changing: dict[str, ChangingSite] = {}
+    if news_period_s is not None:
+        site = ChangingSite(watch_pages(news_period_s), clock, start_at=clock.now())
+        changing[_watch_host(spec)] = site
+    server = SandboxServer(
+        spec,
+        workdir=workdir,
+        log_path=log_path,
+        reuse_port=workers > 1,
+        clock=clock,
+        changing=changing,
+    )
     ready = workdir / "ready"
     procs: list[multiprocessing.context.SpawnProcess] = []
     async with server:
@@ -105,6 +131,12 @@ async def _serve(spec: SandboxSpec, workdir: Path, workers: int) -> None:
                         break
                     await asyncio.sleep(0.05)
         info = {**server.info(), "workers": workers, "pid": os.getpid(), "ready": True}
+        for host, site in changing.items():
+            urls = [f"http://{host}:{server.port}{page.path}" for page in site.pages]
+            watch = workdir / "watch.txt"
+            watch.write_text("".join(f"{u}\n" for u in urls))
+            info["watch_seeds_file"] = str(watch)
+            info["watch_urls"] = urls
         line = json.dumps(info)
         tmp = workdir / "ready.tmp"
         tmp.write_text(line + "\n")
@@ -138,13 +170,36 @@ async def _serve(spec: SandboxSpec, workdir: Path, workers: int) -> None:
 @click.option("--port", type=int, default=0, help="0 picks a free port.")
 @click.option("--n-hosts", type=int, default=None, help="Host count for broad/politeness.")
 @click.option("--workers", type=int, default=1, show_default=True, help="Server processes.")
+@click.option(
+    "--changing",
+    is_flag=True,
+    help="Also serve pages that change at known rates under /watch/ on one host (a news "
+    "hub, changing pages, lying validators); their URLs go to DIR/watch.txt "
+    "(docs/recrawl.md, trying it by hand).",
+)
+@click.option(
+    "--news-period",
+    type=click.FloatRange(min=0.1),
+    default=10.0,
+    show_default=True,
+    help="With --changing: seconds between the news hub's articles.",
+)
 def serve(
-    preset: str, workdir: Path, seed: int, port: int, n_hosts: int | None, workers: int
+    preset: str,
+    workdir: Path,
+    seed: int,
+    port: int,
+    n_hosts: int | None,
+    workers: int,
+    changing: bool,
+    news_period: float,
 ) -> None:
     """Serve a sandbox web until SIGTERM/SIGINT."""
+    if changing and workers > 1:
+        raise click.UsageError("--changing serves its pages from one process: use --workers 1")
     workdir.mkdir(parents=True, exist_ok=True)
     spec = _spec(preset, seed, n_hosts, port)
-    run_async(_serve(spec, workdir, max(1, workers)))
+    run_async(_serve(spec, workdir, max(1, workers), news_period if changing else None))
 
 
 @sandbox.command("audit")
