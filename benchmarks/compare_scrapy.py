@@ -34,10 +34,12 @@ the same time budget with the same User-Agent, and then:
   (:func:`courtly.sandbox.lateness`): ``n``, ``p50``, ``p90``, ``p95``, ``p99``, ``mean``.
   ``benchmarks/lateness.py`` splits it into its causes;
 * ``fetchers_idle_while_ready_s`` (courtly only): courtly's own measure, from its own
-  timestamps, of due hosts waiting for their request while a fetcher was free, summed
-  over its processes (host-seconds; see :func:`dispatch_figures`), with
+  timestamps, of fetchers idle while a host was due, summed over its processes
+  (fetcher-seconds; see :func:`dispatch_figures` and
+  :class:`courtly.crawl.dispatch.ReadyWaits`), with
   ``fetchers_idle_while_ready_ms_per_request``, ``fetchers_idle_while_ready_share``
-  (requests that waited more than 1 ms so), ``fetchers_idle_while_ready_max_s`` and
+  (requests that waited more than 1 ms so), ``fetchers_idle_while_ready_max_s``,
+  ``fetchers_idle_while_ready_leased_ms_per_request`` (the part after the lease) and
   ``dispatch_requests_measured``. The server's log cannot tell it: it does not know
   when the crawler had a free fetcher.
 
@@ -620,11 +622,11 @@ def measure(
 
 
 def dispatch_figures(state: Path, wall_s: float) -> dict[str, Any]:
-    """courtly's own measure of due hosts waiting while a fetcher was free, summed over
-    its processes (``last_run.dispatch`` in each ``status.json``; see
+    """courtly's own measure of fetchers idle while a host was due, summed over its
+    processes (``last_run.dispatch`` in each ``status.json``; see
     :class:`courtly.crawl.dispatch.ReadyWaits`): ``fetchers_idle_while_ready_s``
-    (host-seconds), its mean per measured request in ms, and the share of measured
-    requests that waited more than 1 ms while a fetcher was free."""
+    (fetcher-seconds), its mean per measured request in ms, the share of measured
+    requests that waited more than 1 ms so, and the part after the lease per request."""
     totals: Counter[str] = Counter()
     worst = 0.0
     files = sorted(state.glob("status.json")) + sorted(state.glob("part-*/status.json"))
@@ -633,7 +635,12 @@ def dispatch_figures(state: Path, wall_s: float) -> dict[str, Any]:
             figures = json.loads(path.read_text()).get("last_run", {}).get("dispatch", {})
         except (OSError, ValueError):
             continue
-        for key in ("requests_measured", "requests_waited", "fetchers_idle_while_ready_s"):
+        for key in (
+            "requests_measured",
+            "requests_waited",
+            "fetchers_idle_while_ready_s",
+            "fetchers_idle_while_ready_leased_s",
+        ):
             totals[key] += figures.get(key, 0)
         worst = max(worst, figures.get("fetchers_idle_while_ready_max_s", 0.0))
     measured = totals["requests_measured"]
@@ -646,6 +653,9 @@ def dispatch_figures(state: Path, wall_s: float) -> dict[str, Any]:
         "fetchers_idle_while_ready_share": round(totals["requests_waited"] / measured, 4),
         "fetchers_idle_while_ready_max_s": round(worst, 3),
         "dispatch_requests_measured": measured,
+        "fetchers_idle_while_ready_leased_ms_per_request": round(
+            1000 * totals["fetchers_idle_while_ready_leased_s"] / measured, 3
+        ),
     }
 
 

@@ -23,8 +23,10 @@ response's end and the next request's start:
   DNS);
 * ``send``: the exchange began → the server saw the request (connection, loop).
 
-The crawler's own figure (``Crawler.ready_waits``: due → the request began, counted
-only while a fetcher was free) is printed beside it as ``crawler_dispatch``.
+The crawler's own figure (``Crawler.ready_waits``: fetcher-seconds idle while hosts
+were due, see :class:`courtly.crawl.dispatch.ReadyWaits`) is printed beside it as
+``crawler_dispatch``. ``--dump FILE`` pickles the trace and the server's log records for
+a closer look.
 
 One partition of a partitioned crawl is modelled by ``--partition I/N``: the hosts
 that partition owns, with the whole per-IP cap (partitions share it through
@@ -252,6 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--partition", default="0/2", help="I/N: one partition of N [0/2]")
     parser.add_argument("--split-cap", action="store_true", help="per_ip // N per partition")
     parser.add_argument("--workdir", type=Path, default=HERE / "out" / "lateness")
+    parser.add_argument("--dump", type=Path, help="pickle the trace and the log records here")
     args = parser.parse_args(argv)
     index, n = (int(x) for x in args.partition.split("/"))
     scenario = cs.scenarios(args.quick)[args.scenario]
@@ -292,6 +295,10 @@ def main(argv: list[str] | None = None) -> int:
         "crawler_dispatch": own,
     }
     print(json.dumps(out, indent=1))
+    if args.dump is not None:
+        import pickle
+
+        args.dump.write_bytes(pickle.dumps((trace, records)))
     return 0
 
 

@@ -20,7 +20,7 @@ from courtly.archive.catalogue import CatalogueEntry
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, DelaySource, HostState, Lease, QueuedUrl
-from courtly.store.base import FrontierStore
+from courtly.store.base import FrontierStore, HeldHosts
 from courtly.store.redis import RedisStore
 from tests.stores import REDIS_STORE_FACTORIES, STORE_FACTORIES
 
@@ -819,3 +819,25 @@ async def test_a_url_in_the_front_tier_takes_its_promotion_into_its_back_queue(
     assert await store.promote([url("b.test", "p2", level=0)], T0) == [False]
     await done(store, first)
     assert await drain(store) == [f"http://b.test/{p}" for p in ("p0", "p2", "p1")]
+
+
+async def test_a_host_is_held_while_it_has_a_url_in_line_or_a_lease_out(make: MakeStore) -> None:
+    store = make()
+    if not isinstance(store, HeldHosts):
+        pytest.skip("the store does not say which hosts it holds (optional)")
+    assert not store.holds("a.test")
+    await store.add([url("a.test", "1")], T0, NO_BUDGET)
+    lease = await lease_one(store)
+    assert store.holds("a.test")  # leased
+    await store.add([url("a.test", "2")], T0, NO_BUDGET)  # held: straight to its back queue
+    await done(store, lease)
+    assert store.holds("a.test")  # back in line with its second URL
+    await done(store, await lease_one(store))
+    assert not store.holds("a.test")  # its queue ran empty: let go
+    # taken in from the front tier one URL at a time: the rest waits there, and a host
+    # whose back queue ran empty is let go although a URL of it waits in the front tier
+    await store.add([url("b.test", "1"), url("b.test", "2")], T0, NO_BUDGET)
+    await done(store, await lease_one(store))
+    assert not store.holds("b.test")
+    assert (await lease_one(store)).url == "http://b.test/2"
+    assert store.holds("b.test")

@@ -137,40 +137,72 @@ def _lease(key: str, allowed: float) -> Lease:
     )
 
 
-def test_ready_waits_counts_only_the_time_a_fetcher_was_free_after_the_host_was_due() -> None:
+def test_ready_waits_counts_a_due_hosts_wait_only_while_a_fetcher_could_serve_it() -> None:
     waits = ReadyWaits()
     waits.note(0.0, 2)  # free from 0
+    # the host's previous lease ended at 0.2; it was allowed again at 0.5
+    waits.notify(HostStateChanged(0.2, _host("a", 0.5)))
     waits.note(1.0, 0)  # every fetcher busy from 1
     waits.note(2.0, 1)  # free again from 2
-    # the host's previous lease ended at 0.2; it was allowed again at 0.5; began at 2.5
-    waits.notify(HostStateChanged(0.2, _host("a", 0.5)))
-    due = waits.due_at(_lease("a", 0.5))
-    assert due == 0.5
-    waits.begun(due, 2.5)
-    assert abs(waits.wait_s - 1.0) < 1e-9  # 0.5-1 and 2-2.5: 1-2 was capacity, not idleness
+    waits.leased(_lease("a", 0.5), 2.2)
+    waits.begun("a", 2.5)
+    # 0.5-1 and 2-2.2 unleased with a free fetcher, 2.2-2.5 leased and not yet sent;
+    # 1-2 every fetcher was busy: capacity, not idleness
+    assert abs(waits.wait_s - 1.0) < 1e-9
     assert (waits.requests, waits.waited) == (1, 1)
-    # requeued after it was allowed: due from the requeue; began at once
+    # requeued after it was allowed: due from the requeue; leased and begun at once
     waits.notify(HostStateChanged(3.0, _host("b", 2.9)))
-    waits.begun(waits.due_at(_lease("b", 2.9)), 3.0)
+    waits.leased(_lease("b", 2.9), 3.0)
+    waits.begun("b", 3.0)
     assert (waits.requests, waits.waited) == (2, 1)
     # a first lease of the run (no previous end) is not measured; nor is a retired host
-    waits.begun(waits.due_at(_lease("c", 0.0)), 4.0)
+    waits.leased(_lease("c", 0.0), 4.0)
+    waits.begun("c", 4.0)
     waits.notify(HostStateChanged(4.0, _host("b", 4.0)))
     waits.notify(HostStateChanged(4.1, _host("b", 4.1, retired="dead")))
-    assert waits.due_at(_lease("b", 4.1)) is None
+    waits.leased(_lease("b", 4.1), 5.0)
+    waits.begun("b", 5.0)
     assert waits.requests == 2
     summary = waits.summary()
     assert summary["fetchers_idle_while_ready_s"] == 1.0
     assert summary["requests_measured"] == 2
 
 
-def test_ready_waits_keeps_a_bounded_history() -> None:
-    waits = ReadyWaits(history_s=10.0)
-    for i in range(1000):
-        waits.note(float(i), i % 2)
-    assert len(waits._marks) <= 13
-    # free every other second: of the last 4 seconds, 2 were free
-    assert abs((waits.free_s(999.0) - waits.free_s(995.0)) - 2.0) < 1e-9
+def test_ready_waits_shares_one_free_fetcher_among_the_hosts_due_at_once() -> None:
+    waits = ReadyWaits()
+    waits.note(0.0, 1)
+    for key in ("a", "b", "c", "d"):
+        waits.notify(HostStateChanged(0.0, _host(key, 1.0)))
+    # one fetcher free from 1 to 3 while four hosts are due: 2 fetcher-seconds idle, not 8
+    for key in ("a", "b", "c", "d"):
+        waits.leased(_lease(key, 1.0), 3.0)
+        waits.begun(key, 3.0)
+    assert abs(waits.wait_s - 2.0) < 1e-9
+    assert abs(waits.max_wait_s - 0.5) < 1e-9
+    # more free fetchers than due hosts: each host's whole wait counts
+    waits.note(3.0, 10)
+    waits.notify(HostStateChanged(3.0, _host("a", 3.5)))
+    waits.leased(_lease("a", 3.5), 4.0)
+    waits.begun("a", 4.0)
+    assert abs(waits.wait_s - 2.5) < 1e-9
+
+
+def test_ready_waits_leaves_out_hosts_whose_queue_ran_empty_and_leases_taken_ahead() -> None:
+    held = {"a": False, "b": True}
+    waits = ReadyWaits(held.__getitem__)
+    waits.note(0.0, 5)
+    # a's queue ran empty at 0: not ready, though due at 0.5; its next URL comes in later
+    waits.notify(HostStateChanged(0.0, _host("a", 0.5)))
+    waits.leased(_lease("a", 0.5), 9.0)
+    waits.begun("a", 9.0)
+    assert waits.requests == 0
+    # b leased 50 ms ahead of its time: the wait for its time is not idleness; a timer
+    # firing 2 ms late is
+    waits.notify(HostStateChanged(0.0, _host("b", 10.0)))
+    waits.leased(_lease("b", 10.0), 10.0 - LEASE_AHEAD_S)
+    waits.begun("b", 10.002)
+    assert waits.requests == 1
+    assert abs(waits.wait_s - 0.002) < 1e-9
 
 
 def test_wait_until_on_the_system_clock_never_returns_early() -> None:

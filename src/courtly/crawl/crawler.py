@@ -49,7 +49,7 @@ from courtly.observe.status_file import StatusFile, TickToProgress, last_run_rec
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
 from courtly.robots import RobotsCache, authority_of, product_token
 from courtly.stop import ending
-from courtly.store.base import FrontDepths, FrontierStore, QueuedCounts
+from courtly.store.base import FrontDepths, FrontierStore, HeldHosts, QueuedCounts
 from courtly.url import Scope, canonicalize
 
 if TYPE_CHECKING:
@@ -112,9 +112,6 @@ class Crawler:
         if page_budget is None and config.max_pages is not None:
             page_budget = LocalPageBudget(config.max_pages)
         self._claims = FetchClaims(page_budget)
-        self.ready_waits = ReadyWaits()
-        """Due hosts' waits while a fetcher was free (see :class:`ReadyWaits`)."""
-        self.events.subscribe(self.ready_waits, (HostStateChanged,))
         self._fetches = Fetches(self._claims, on_end=self._fetch_ended)
         self._wake = self._fetches.wake
         self._partition = partition
@@ -126,6 +123,10 @@ class Crawler:
         self._store = store if store is not None else open_store(config, fconfig.queues)
         # Lease ahead only on a store that keeps time on this crawl's clock (not Redis).
         self._ahead_s = 0.0 if is_shared(self._store) else LEASE_AHEAD_S
+        held = self._store.holds if isinstance(self._store, HeldHosts) else None
+        self.ready_waits = ReadyWaits(held)
+        """Fetchers idle while a host was ready (see :class:`ReadyWaits`)."""
+        self.events.subscribe(self.ready_waits, (HostStateChanged,))
         host_key = host_key_function(config.host_key)
         self.frontier = Frontier(
             self._store, fconfig, clock=self._clock, host_key=host_key, events=self.events
@@ -503,7 +504,9 @@ class Crawler:
                 # hosts due now filled every free fetcher (not hosts leased ahead: they
                 # would have been leased in time anyway)
                 scaler.note_capped()
+            now = self._clock.now()
             for lease in batch.leases:
+                self.ready_waits.leased(lease, now)
                 fetches.start(group, lease, self._process)
             self._note_free()
             if batch.leases:
@@ -593,10 +596,9 @@ class Crawler:
         authority = authority_of(lease.url)
         robots = self._robots
         decision = await robots.known(authority)
-        due = self.ready_waits.due_at(lease)
         clock = self._clock
         await wait_until(clock, lease.host.next_allowed_at)
-        self.ready_waits.begun(due, clock.now())
+        self.ready_waits.begun(lease.host_key, clock.now())
         self.frontier.begin(lease)
         if decision is None:
             # no page under this lease: its unit of --max-pages serves another host now

@@ -10,16 +10,16 @@ and a task's start happen before the host's allowed time, not after it), and eac
 fetch task waits on the crawl's clock until its lease's ``host.next_allowed_at``
 (:func:`wait_until`) before its first request: a request never starts before the
 host's allowed time, and starts at it rather than a lease step and a turn of the loop
-later. :class:`ReadyWaits` measures, from the crawler's own timestamps, how long due
-hosts waited for their request while a fetcher was free.
+later. :class:`ReadyWaits` measures, from the crawler's own timestamps, the
+fetcher-seconds lost while hosts were due: free fetchers not given to a due host, and
+leased fetchers holding a due host whose request had not begun.
 """
 
 from __future__ import annotations
 
 import asyncio
-import bisect
 import contextlib
-from collections import deque
+import heapq
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -145,92 +145,141 @@ async def wait_until(clock: Clock, at: float) -> None:
 
 
 class ReadyWaits:
-    """How long due hosts waited for their request while a fetcher was free.
+    """Fetchers idle while a host was ready: fetcher-seconds, from the crawler's own times.
 
-    The crawler's own timestamps: :meth:`note` is told the number of free fetchers
-    (allowed less in flight, fetches waiting for their address not counted) each time
-    it may have changed: a lease, a fetch's end, a new fetcher count, a fetch starting
-    to wait for its address. A host is *due* from the later of its lease's
-    ``next_allowed_at`` and the moment its previous lease ended in this run (the
-    :class:`~courtly.events.HostStateChanged` of that completion or release; a host's
-    first lease of the run, its robots.txt as a rule, is not measured). When its
-    request begins (:meth:`begun`), the part of ``[due, begin]`` during which at least
-    one fetcher was free is the host's wait while a fetcher was idle: the dispatcher's
-    own delay (a late wake-up, a busy loop, the lease step, the task's start), not the
-    politeness rule's and not a lack of fetchers. Waits are summed (host-seconds).
+    A host is *waiting* from the moment it is due, the later of its previous lease's end
+    in this run (the :class:`~courtly.events.HostStateChanged` of that completion or
+    release) and that state's ``next_allowed_at``, until its next request begins. It
+    waits only if it is back in line with a URL: ``holds`` (the store's
+    :class:`~courtly.store.base.HeldHosts`, asked as the event arrives) says whether
+    its back queue still has one; a host whose queue ran empty is not ready, and its
+    later URLs are taken in through the front tier's draw. A host's first lease of the
+    run (its robots.txt as a rule) is not measured, nor one taken in from the front tier.
 
-    Free time is kept as a cumulative function of time with its breakpoints of the
-    last ``history_s`` seconds: a wait that began earlier counts from there.
+    Two parts make a host's wait, both counted as time a fetcher could have been
+    fetching for it:
+
+    * *unleased*: while ``D`` hosts wait unleased and ``F`` fetchers are free (noted by
+      :meth:`note` at every lease, fetch end, new fetcher count, address wait), the
+      free fetchers are idle on ready hosts at a rate of ``min(F, D)``, shared equally
+      by the waiting hosts. One free fetcher with 300 due hosts is one idle fetcher, not
+      300: the other hosts wait for a fetcher, which is the fetcher count's limit (the
+      autoscaler's business), not the dispatcher's;
+    * *leased*: from the later of its due time and its lease (:meth:`leased`) to its
+      request's start (:meth:`begun`), its own fetcher holds a due host and sends
+      nothing (a lease taken ahead waits for its host's allowed time first: that part
+      is not counted). This is the task's start, the robots.txt lookup and a timer that
+      fires late on a busy loop.
+
+    The sum over requests is the fetcher-seconds lost; each request's own figure is
+    its share. Events, notes, leases and begins must come in time order (one loop, one
+    clock); a time earlier than one already seen adds nothing. Hosts still waiting are
+    kept (one float each) until their next lease or their next state.
     """
 
-    def __init__(self, *, history_s: float = 60.0) -> None:
-        self._history_s = history_s
-        self._marks: deque[tuple[float, float, bool]] = deque()
-        """(at, free seconds up to at, free after at), oldest first."""
-        self._times: deque[float] = deque()
-        self._requeued_at: dict[str, float] = {}
+    def __init__(self, holds: Callable[[str], bool] | None = None) -> None:
+        self._holds = holds
+        self._at = float("-inf")
+        """The time integrated up to."""
+        self._free = 0
+        self._share = 0.0
+        """Each waiting host's share of the free fetchers, integrated (seconds)."""
+        self._waiting: dict[str, float] = {}
+        """Due, unleased hosts: ``_share`` when each became due."""
+        self._pending: list[tuple[float, int, str]] = []
+        """Hosts not yet due: (due at, sequence, host key); stale entries are skipped."""
+        self._pending_seq: dict[str, tuple[int, float]] = {}
+        """The live entry of each pending host: (sequence, due at)."""
+        self._seq = 0
+        self._leased: dict[str, tuple[float, float]] = {}
+        """Leased waiting hosts: (the unleased part, counted from when)."""
         self.requests = 0
         """Requests measured (each one's host had a previous lease end in this run)."""
         self.waited = 0
-        """Of those, requests that waited more than 1 ms while a fetcher was free."""
+        """Of those, requests that waited more than 1 ms while a fetcher could serve them."""
         self.wait_s = 0.0
-        """Their summed wait while a fetcher was free, seconds."""
+        """Their summed wait, fetcher-seconds."""
+        self.leased_wait_s = 0.0
+        """Of ``wait_s``, the part after the lease (its own fetcher held, nothing sent)."""
         self.max_wait_s = 0.0
 
     def notify(self, event: Event) -> None:
-        """A :class:`~courtly.events.HostStateChanged`: the host is back in the frontier."""
-        if isinstance(event, HostStateChanged):
-            if event.state.retired is None:
-                self._requeued_at[event.state.host_key] = event.at
-            else:
-                self._requeued_at.pop(event.state.host_key, None)
+        """A :class:`~courtly.events.HostStateChanged`: the host's lease ended; it waits
+        from its due time if it is back in line with a URL."""
+        if not isinstance(event, HostStateChanged):
+            return
+        state = event.state
+        key = state.host_key
+        self._advance(event.at)
+        self._forget(key)
+        if state.retired is not None or (self._holds is not None and not self._holds(key)):
+            return
+        due = max(event.at, state.next_allowed_at)
+        if due <= self._at:
+            self._waiting[key] = self._share
+            return
+        self._seq += 1
+        self._pending_seq[key] = (self._seq, due)
+        heapq.heappush(self._pending, (due, self._seq, key))
 
     def note(self, at: float, free: int) -> None:
         """``free`` fetchers are free from ``at`` on."""
-        is_free = free > 0
-        marks = self._marks
-        if marks:
-            last_at, total, was_free = marks[-1]
-            if was_free == is_free:
-                return
-            at = max(at, last_at)
-            total += at - last_at if was_free else 0.0
-        else:
-            total = 0.0
-        marks.append((at, total, is_free))
-        self._times.append(at)
-        while len(marks) > 2 and marks[1][0] < at - self._history_s:
-            marks.popleft()
-            self._times.popleft()
+        self._advance(at)
+        self._free = max(0, free)
 
-    def free_s(self, at: float) -> float:
-        """Seconds with a free fetcher up to ``at`` (from the oldest breakpoint kept)."""
-        marks = self._marks
-        if not marks:
-            return 0.0
-        i = bisect.bisect_right(self._times, at) - 1
-        if i < 0:
-            return marks[0][1]
-        mark_at, total, is_free = marks[i]
-        return total + (at - mark_at if is_free else 0.0)
-
-    def due_at(self, lease: Lease) -> float | None:
-        """When ``lease``'s host became due (``None``: its first lease of the run)."""
-        requeued = self._requeued_at.pop(lease.host_key, None)
-        if requeued is None:
-            return None
-        return max(requeued, lease.host.next_allowed_at)
-
-    def begun(self, due: float | None, at: float) -> None:
-        """A request of a host due at ``due`` (see :meth:`due_at`) begins at ``at``."""
-        if due is None:
+    def leased(self, lease: Lease, at: float) -> None:
+        """``lease`` was taken at ``at``: its host no longer waits for a free fetcher."""
+        self._advance(at)
+        key = lease.host_key
+        since = self._waiting.pop(key, None)
+        if since is not None:
+            self._leased[key] = (self._share - since, at)
             return
+        pending = self._pending_seq.pop(key, None)
+        if pending is not None:  # leased ahead of its due time: counted from that time
+            self._leased[key] = (0.0, pending[1])
+
+    def begun(self, host_key: str, at: float) -> None:
+        """The request of ``host_key``'s lease begins at ``at``."""
+        entry = self._leased.pop(host_key, None)
+        if entry is None:
+            return
+        unleased, since = entry
+        held_s = max(0.0, at - since)
+        wait = unleased + held_s
+        self.leased_wait_s += held_s
         self.requests += 1
-        wait = max(0.0, self.free_s(at) - self.free_s(min(due, at)))
         if wait > 0.001:
             self.waited += 1
         self.wait_s += wait
         self.max_wait_s = max(self.max_wait_s, wait)
+
+    def _forget(self, key: str) -> None:
+        self._waiting.pop(key, None)
+        self._pending_seq.pop(key, None)
+        self._leased.pop(key, None)
+
+    def _advance(self, to: float) -> None:
+        """Integrate the free fetchers' shares up to ``to``, taking in hosts falling due."""
+        pending = self._pending
+        while pending and pending[0][0] <= to:
+            due, seq, key = heapq.heappop(pending)
+            live = self._pending_seq.get(key)
+            if live is None or live[0] != seq:
+                continue  # stale: leased, requeued or let go since
+            del self._pending_seq[key]
+            self._integrate(due)
+            self._waiting[key] = self._share
+        self._integrate(to)
+
+    def _integrate(self, to: float) -> None:
+        dt = to - self._at
+        if dt <= 0.0:
+            return
+        waiting = len(self._waiting)
+        if waiting and self._free:
+            self._share += dt * min(self._free, waiting) / waiting
+        self._at = to
 
     def summary(self) -> dict[str, float]:
         """The figures as JSON values (``CrawlSnapshot.dispatch``)."""
@@ -239,4 +288,5 @@ class ReadyWaits:
             "requests_waited": self.waited,
             "fetchers_idle_while_ready_s": round(self.wait_s, 4),
             "fetchers_idle_while_ready_max_s": round(self.max_wait_s, 4),
+            "fetchers_idle_while_ready_leased_s": round(self.leased_wait_s, 4),
         }

@@ -70,7 +70,8 @@ class CrawlSnapshot:
     dispatch: dict[str, float] = field(default_factory=dict)
     """How precisely the dispatcher started due hosts' requests
     (:meth:`courtly.crawl.dispatch.ReadyWaits.summary`): requests measured, those that
-    waited while a fetcher was free, and that waiting summed (host-seconds)."""
+    waited while a fetcher could have served them, and that waiting summed
+    (fetcher-seconds; ``fetchers_idle_while_ready_leased_s``: its part after the lease)."""
 
 
 class ProgressSink(Protocol):

@@ -57,7 +57,7 @@ if TYPE_CHECKING:  # records only: importing them at run time would be circular
     from courtly.frontier.budget import BudgetConfig
     from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
-__all__ = ["FrontDepths", "FrontierStore", "LeaseBatch", "QueuedCounts"]
+__all__ = ["FrontDepths", "FrontierStore", "HeldHosts", "LeaseBatch", "QueuedCounts"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,3 +226,15 @@ class FrontDepths(Protocol):
     by priority level reads it when the store has it (O(levels) a call)."""
 
     def front_by_level(self) -> tuple[int, ...]: ...
+
+
+@runtime_checkable
+class HeldHosts(Protocol):
+    """A store that can say, without I/O, whether a host is *held*: it has URLs in a back
+    queue (active or inactive) or a lease out (the memory and SQLite stores, from their
+    scheduler). A host whose back queue ran empty is not held: its next URL waits in the
+    front tier until the front tier's draw takes it in. Optional: the crawler's
+    idle-while-ready measure (:class:`courtly.crawl.dispatch.ReadyWaits`) reads it right
+    after each completion or release to know whether the host is back in line."""
+
+    def holds(self, host_key: str) -> bool: ...

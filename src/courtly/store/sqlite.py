@@ -678,6 +678,11 @@ class SqliteStore:
         row = self._rows.hosts.get(host_key)
         return None if row is None else row.queued
 
+    def holds(self, host_key: str) -> bool:
+        """True while the host has URLs in a back queue or a lease out (no I/O). For the
+        crawler's idle-while-ready measure: see :class:`courtly.store.base.HeldHosts`."""
+        return self._sched.holds(host_key)
+
     def front_by_level(self) -> tuple[int, ...]:
         """URLs waiting in each front-queue level, from the counts kept in memory (no I/O).
         For the dashboard's queue depth by priority level: see
