@@ -1,7 +1,7 @@
 """The per-host table: each host's latest politeness state, from events (a subscriber).
 
 One small record per host seen (about 300 bytes with its share of the table's
-indexes), updated in O(1) per event. The table answers
+indexes, and its four kept sort keys), updated in O(1) per event. The table answers
 the dashboard's questions once per tick, at a cost that does not grow with the hosts
 where it need not:
 
@@ -12,12 +12,17 @@ where it need not:
   census costs O(hosts that came due since the last one x log hosts); the soonest due
   host is the heap's top. A census for a time earlier than the last (a clock set back)
   counts every host, as :meth:`HostTable.scan` does.
-* **the top-N of a sort** is ``heapq.nlargest`` over the hosts that can rank: the hosts
-  with an error or a parking for ``errors`` (usually few; padded with the others, which
-  tie at 0), every host for ``next_allowed`` (retired last), ``delay`` and ``requests``
-  (O(hosts): 10-30 ms at 100,000 hosts on a loaded 2-core machine). The keys are plain
-  functions: on CPython 3.11 they run faster inside ``nlargest``'s loop than a dotted
-  :func:`operator.attrgetter` (measured).
+* **the top-N of a sort** (``next_allowed``, ``errors``, ``delay``, ``requests``) is
+  kept, not sorted per request: a :class:`~courtly.observe.kept_top.KeptTop` per sort
+  holds a few hundred candidates and a bound below which every host is a candidate;
+  a changed host is offered to each (at :meth:`HostTable._sync`, not on the hot path:
+  O(log candidates)), and a top pops the candidates' heap (well under 1 ms at 100,000
+  hosts, where ``heapq.nlargest`` over every host took 10-50 ms on a loaded 2-core
+  machine). Ties rank the host first seen first, as a stable sort does; retired hosts
+  rank last by ``next_allowed``. When the candidates fall behind the bound, a top
+  rebuilds them from every host (O(hosts), rare: see that module).
+  :meth:`HostTable.top_by_scan` is the ``nlargest`` reference the kept tops are
+  checked against.
 * **queue lengths** (``queued``, and the log2 histogram) are the store's, which change
   with every URL found, not with a host event: one pass over the hosts asks the store
   (:data:`QueuedOf`); its answer is reused until the time moved on by
@@ -25,8 +30,8 @@ where it need not:
   page's ``/api/hosts?sort=queued`` reuse the census's pass).
 
 Events only mark a host changed (a flag and a list append: the hot path's share); the
-table counts the changed hosts at the next census or top (:meth:`HostTable._sync`), once
-each however many events they had.
+table counts the changed hosts, and pushes their new keys into the tops' heaps, at the
+next census or top (:meth:`HostTable._sync`), once each however many events they had.
 
 It also checks the frontier's own promise: a lease of a host already in flight
 (``overlap``) or before its next allowed time (``early``) is counted as a politeness
@@ -38,11 +43,12 @@ from __future__ import annotations
 import heapq
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final, NamedTuple
 
 from courtly.events import Event, HostLeased, HostStateChanged, LeaseExpired, RobotsResult
 from courtly.frontier.records import DelaySource, HostState
+from courtly.observe.kept_top import KeptTop
 
 __all__ = ["LENGTHS_EVERY", "SORTS", "Census", "HostTable", "HostView", "host_row", "log2_bin"]
 
@@ -84,13 +90,19 @@ class HostView:
         "dirty",
         "due",
         "in_flight",
+        "keys",
+        "order",
         "robots_at",
         "robots_result",
         "state",
     )
 
-    def __init__(self, state: HostState) -> None:
+    def __init__(self, state: HostState, order: int = 0) -> None:
         self.state = state
+        self.order = order
+        """When the table first saw it (0, 1, 2...): ties in a top rank first seen first."""
+        self.keys: list[float | int | None] = [None] * len(_KEPT)
+        """Its key in each kept top (negated: smallest first), as last offered."""
         self.changed_at = 0.0
         self.delay = 0.0
         """The last wait set: next allowed time less the time it was set (0 before one)."""
@@ -149,6 +161,29 @@ def host_row(view: HostView, now: float, queued: int | None) -> dict[str, Any]:
 
 SORTS: Final = ("queued", "next_allowed", "errors", "delay", "requests")
 """``/api/hosts?sort=``: largest first."""
+_KEPT: Final = ("next_allowed", "errors", "delay", "requests")
+"""The sorts whose tops the table keeps in heaps (``queued`` is the store's)."""
+_PARKS_BITS: Final = 32
+_INF: Final = float("inf")
+
+
+def _key_in(i: int) -> Callable[[HostView], float | int | None]:
+    def current(view: HostView) -> float | int | None:
+        return view.keys[i]
+
+    return current
+
+
+def _kept_keys(view: HostView) -> tuple[float, int, float, int]:
+    """``view``'s key in each heap of :data:`_KEPT`, negated (largest first)."""
+    s = view.state
+    parks = min(s.parks, (1 << _PARKS_BITS) - 1)
+    return (
+        -s.next_allowed_at if s.retired is None else _INF,
+        -((s.error_streak << _PARKS_BITS) | parks),
+        -view.delay,
+        -s.requests_made,
+    )
 
 
 class HostTable:
@@ -165,8 +200,10 @@ class HostTable:
         self._seq = 0
         self._drained_at = float("-inf")
         """The latest census time: a host waits while its next allowed time is after it."""
-        self._erring: dict[str, HostView] = {}
-        """The hosts with an error streak or a parking (the ``errors`` sort's candidates)."""
+        self._tops: dict[str, KeptTop[HostView]] = {
+            k: KeptTop(_key_in(i)) for i, k in enumerate(_KEPT)
+        }
+        """Per kept sort, its candidates (see the module doc)."""
         self._dirty: list[HostView] = []
         """The hosts changed since the last :meth:`_sync` (each once)."""
         self._timer = timer
@@ -218,7 +255,7 @@ class HostTable:
             view.robots_result = event.result
 
     def _new(self, key: str, state: HostState) -> HostView:
-        view = self.hosts[key] = HostView(state)
+        view = self.hosts[key] = HostView(state, len(self.hosts))
         view.dirty = True
         self._dirty.append(view)
         return view
@@ -229,8 +266,9 @@ class HostTable:
         dirty = self._dirty
         if not dirty:
             return
-        counts, erring = self._counts, self._erring
+        counts = self._counts
         due, push = self._due, heapq.heappush
+        offers = [self._tops[k].offer for k in _KEPT]
         drained_at = self._drained_at
         seq = self._seq
         for view in dirty:
@@ -239,7 +277,6 @@ class HostTable:
                 counts[view.category] -= 1
             view.due = 0
             s = view.state
-            key = s.host_key
             changed_at = view.changed_at
             view.delay = max(0.0, s.next_allowed_at - changed_at) if changed_at else 0.0
             category: str
@@ -254,12 +291,13 @@ class HostTable:
                 push(due, (s.next_allowed_at, seq, view))
             else:
                 category = _READY
-            if s.error_streak or s.parks:
-                erring[key] = view
-            else:
-                erring.pop(key, None)
             view.category = category
             counts[category] += 1
+            kept = view.keys
+            for i, k in enumerate(_kept_keys(view)):
+                if kept[i] != k:
+                    kept[i] = k
+                    offers[i](k, view.order, view)
         self._seq = seq
         dirty.clear()
 
@@ -407,19 +445,29 @@ class HostTable:
                 longest = heapq.nlargest(n, range(len(zeroed)), key=zeroed.__getitem__)
                 self._longest, self._longest_of = longest, lengths
             return [host_row(views[i], now, lengths[i]) for i in longest[:n]]
-        chosen: list[HostView]
-        if sort == "next_allowed":
-            chosen = heapq.nlargest(n, self.hosts.values(), key=_next_allowed)
-        elif sort == "errors":
-            chosen = heapq.nlargest(n, self._erring.values(), key=_errors)
-            if len(chosen) < n:  # the others tie at (0, 0): first seen first
-                erring = self._erring
-                rest = (v for k, v in self.hosts.items() if k not in erring)
-                chosen += [v for _, v in zip(range(n - len(chosen)), rest, strict=False)]
-        elif sort == "delay":
-            chosen = heapq.nlargest(n, self.hosts.values(), key=_delay)
-        else:
-            chosen = heapq.nlargest(n, self.hosts.values(), key=_requests)
+        return [host_row(v, now, queued_of(v.state.host_key)) for v in self._kept_top(sort, n)]
+
+    def _kept_top(self, sort: str, n: int) -> list[HostView]:
+        i = _KEPT.index(sort)
+        hosts = self.hosts
+
+        def everyone() -> Iterator[tuple[float | int | None, int, HostView]]:
+            return ((v.keys[i], v.order, v) for v in hosts.values())
+
+        return self._tops[sort].top(n, everyone)
+
+    def kept_top_rebuilds(self) -> dict[str, int]:
+        """How many times each kept top was rebuilt from every host (O(hosts) each)."""
+        return {sort: top.rebuilds for sort, top in self._tops.items()}
+
+    def top_by_scan(self, sort: str, n: int, now: float) -> list[dict[str, Any]]:
+        """:meth:`top` by ``heapq.nlargest`` over every host (O(hosts)): the reference the
+        kept tops are checked against."""
+        if sort == "queued" or sort not in SORTS:
+            return self.top(sort, n, now)
+        self._sync()
+        chosen = heapq.nlargest(n, self.hosts.values(), key=_SCAN_KEYS[sort])
+        queued_of = self._queued_of
         return [host_row(v, now, queued_of(v.state.host_key)) for v in chosen]
 
 
@@ -441,6 +489,14 @@ def _delay(view: HostView) -> float:
 
 def _requests(view: HostView) -> int:
     return view.state.requests_made
+
+
+_SCAN_KEYS: Final[dict[str, Callable[[HostView], float | int | tuple[int, int]]]] = {
+    "next_allowed": _next_allowed,
+    "errors": _errors,
+    "delay": _delay,
+    "requests": _requests,
+}
 
 
 def _bits_label(bits: int) -> str:
