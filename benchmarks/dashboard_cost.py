@@ -17,8 +17,11 @@ The order rotates from round to round (off, off_1s, on; off_1s, on, off; ...) so
 machine slowly getting busier or quieter does not favour one arm. Each round gives the
 ratio ``on / off_1s`` of pages/s (the dashboard's own cost: ``pages_per_s_ratio``, the
 median over rounds, and ``loss`` = 1 - it; the target is met when it is at most 0.03)
-and ``off_1s / off`` (what the faster tick alone does: ``interval_ratio``), with each
-arm's medians, the CPU per page and the load average beside them. On a shared machine
+and ``off_1s / off`` (what the faster tick alone does: ``interval_ratio``), and
+``on / off`` (what turning the dashboard on costs a default crawl, tick and all:
+``full_ratio``), each with its spread over rounds (min, quartiles, max), with each
+arm's medians, the CPU per page (``cpu_ms_per_page_ratio``: on / off_1s) and the load
+average beside them. On a shared machine
 the spread between two runs of one arm can exceed 3 %: read ``ratios`` (every round)
 before the median.
 
@@ -147,6 +150,34 @@ def one_run(
     return row
 
 
+def spread(values: list[float]) -> dict[str, float] | None:
+    """Min, quartiles and max of per-round ratios (``None`` without rounds)."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    if len(ordered) > 1:
+        q1, q2, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+    else:
+        q1 = q2 = q3 = ordered[0]
+    return {
+        "min": ordered[0],
+        "q1": round(q1, 4),
+        "median": round(q2, 4),
+        "q3": round(q3, 4),
+        "max": ordered[-1],
+    }
+
+
+def cpu_ratio(runs: list[dict[str, Any]]) -> float | None:
+    """Median over rounds of ``on / off_1s`` CPU per page (the dashboard's own CPU)."""
+    by_round: dict[int, dict[str, float]] = {}
+    for r in runs:
+        if r["cpu_ms_per_page"]:
+            by_round.setdefault(r["round"], {})[r["arm"]] = r["cpu_ms_per_page"]
+    ratios = [p["on"] / p["off_1s"] for p in by_round.values() if "on" in p and "off_1s" in p]
+    return round(statistics.median(ratios), 4) if ratios else None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--scenario", default="wide", help="a compare_scrapy scenario [wide]")
@@ -168,6 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     runs: list[dict[str, Any]] = []
     ratios: list[float] = []
     interval_ratios: list[float] = []
+    full_ratios: list[float] = []
     for index in range(args.rounds):
         order = ARMS[index % 3 :] + ARMS[: index % 3]
         pair: dict[str, dict[str, Any]] = {}
@@ -183,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             interval_ratios.append(
                 round(pair["off_1s"]["pages_per_s"] / pair["off"]["pages_per_s"], 4)
             )
+            full_ratios.append(round(pair["on"]["pages_per_s"] / pair["off"]["pages_per_s"], 4))
 
     def median_of(arm: str, key: str) -> float | None:
         values = [r[key] for r in runs if r["arm"] == arm and r[key] is not None]
@@ -207,7 +240,16 @@ def main(argv: list[str] | None = None) -> int:
         "polled": list(POLLED),
         **medians,
         "ratios": ratios,
+        "ratio_spread": spread(ratios),
         "interval_ratios": interval_ratios,
+        "full_ratios": full_ratios,
+        "full_ratio": round(statistics.median(full_ratios), 4) if full_ratios else None,
+        "full_ratio_spread": spread(full_ratios),
+        "cpu_ms_per_page_ratio": cpu_ratio(runs),
+        "load_average_range": [
+            min(r["load_before"] for r in runs),
+            max(r["load_before"] for r in runs),
+        ],
         "interval_ratio": round(statistics.median(interval_ratios), 4) if interval_ratios else None,
         "pages_per_s_ratio": ratio,
         "loss": loss,
