@@ -52,9 +52,7 @@ async def test_the_redis_store_says_the_front_depth_of_each_level(
     try:
         assert isinstance(store, FrontDepths)
         assert store.front_by_level() == (0, 0, 0, 0)  # before any counts: zeros
-        entries = [
-            QueuedUrl(f"http://h{i}.test/{i}", f"h{i}.test", level=i % 3) for i in range(30)
-        ]
+        entries = [QueuedUrl(f"http://h{i}.test/{i}", f"h{i}.test", level=i % 3) for i in range(30)]
         entries += [QueuedUrl("http://h0.test/more", "h0.test", level=3)]
         now = 1_000.0
         await store.add(entries, now, BudgetConfig(max_queued_per_host=None))
