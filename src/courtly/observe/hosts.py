@@ -30,7 +30,7 @@ where it need not:
   page's ``/api/hosts?sort=queued`` reuse the census's pass).
 
 Events only mark a host changed (a flag and a list append: the hot path's share); the
-table counts the changed hosts, and pushes their new keys into the tops' heaps, at the
+table counts the changed hosts, and offers their new keys to the kept tops, at the
 next census or top (:meth:`HostTable._sync`), once each however many events they had.
 
 It also checks the frontier's own promise: a lease of a host already in flight
@@ -41,6 +41,7 @@ violation (it must stay 0).
 from __future__ import annotations
 
 import heapq
+import operator
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -90,7 +91,10 @@ class HostView:
         "dirty",
         "due",
         "in_flight",
-        "keys",
+        "key_delay",
+        "key_errors",
+        "key_next_allowed",
+        "key_requests",
         "order",
         "robots_at",
         "robots_result",
@@ -101,8 +105,11 @@ class HostView:
         self.state = state
         self.order = order
         """When the table first saw it (0, 1, 2...): ties in a top rank first seen first."""
-        self.keys: list[float | int | None] = [None] * len(_KEPT)
+        self.key_next_allowed: float | None = None
         """Its key in each kept top (negated: smallest first), as last offered."""
+        self.key_errors: int | None = None
+        self.key_delay: float | None = None
+        self.key_requests: int | None = None
         self.changed_at = 0.0
         self.delay = 0.0
         """The last wait set: next allowed time less the time it was set (0 before one)."""
@@ -164,26 +171,12 @@ SORTS: Final = ("queued", "next_allowed", "errors", "delay", "requests")
 _KEPT: Final = ("next_allowed", "errors", "delay", "requests")
 """The sorts whose tops the table keeps in heaps (``queued`` is the store's)."""
 _PARKS_BITS: Final = 32
+_MOST_PARKS: Final = (1 << _PARKS_BITS) - 1
 _INF: Final = float("inf")
 
 
-def _key_in(i: int) -> Callable[[HostView], float | int | None]:
-    def current(view: HostView) -> float | int | None:
-        return view.keys[i]
-
-    return current
-
-
-def _kept_keys(view: HostView) -> tuple[float, int, float, int]:
-    """``view``'s key in each heap of :data:`_KEPT`, negated (largest first)."""
-    s = view.state
-    parks = min(s.parks, (1 << _PARKS_BITS) - 1)
-    return (
-        -s.next_allowed_at if s.retired is None else _INF,
-        -((s.error_streak << _PARKS_BITS) | parks),
-        -view.delay,
-        -s.requests_made,
-    )
+_KEY_ATTRS: Final = {sort: f"key_{sort}" for sort in _KEPT}
+"""The :class:`HostView` attribute holding its key in each kept top."""
 
 
 class HostTable:
@@ -201,7 +194,7 @@ class HostTable:
         self._drained_at = float("-inf")
         """The latest census time: a host waits while its next allowed time is after it."""
         self._tops: dict[str, KeptTop[HostView]] = {
-            k: KeptTop(_key_in(i)) for i, k in enumerate(_KEPT)
+            sort: KeptTop(operator.attrgetter(attr)) for sort, attr in _KEY_ATTRS.items()
         }
         """Per kept sort, its candidates (see the module doc)."""
         self._dirty: list[HostView] = []
@@ -268,7 +261,10 @@ class HostTable:
             return
         counts = self._counts
         due, push = self._due, heapq.heappush
-        offers = [self._tops[k].offer for k in _KEPT]
+        tops = self._tops
+        offer_next, offer_errors = tops["next_allowed"].offer, tops["errors"].offer
+        offer_delay, offer_requests = tops["delay"].offer, tops["requests"].offer
+        most_parks = _MOST_PARKS
         drained_at = self._drained_at
         seq = self._seq
         for view in dirty:
@@ -293,11 +289,24 @@ class HostTable:
                 category = _READY
             view.category = category
             counts[category] += 1
-            kept = view.keys
-            for i, k in enumerate(_kept_keys(view)):
-                if kept[i] != k:
-                    kept[i] = k
-                    offers[i](k, view.order, view)
+            # the kept tops' keys, negated (largest first); offered when they changed
+            order = view.order
+            key = -s.next_allowed_at if s.retired is None else _INF
+            if key != view.key_next_allowed:
+                view.key_next_allowed = key
+                offer_next(key, order, view)
+            errors = -((s.error_streak << _PARKS_BITS) | min(s.parks, most_parks))
+            if errors != view.key_errors:
+                view.key_errors = errors
+                offer_errors(errors, order, view)
+            key = -view.delay
+            if key != view.key_delay:
+                view.key_delay = key
+                offer_delay(key, order, view)
+            requests = -s.requests_made
+            if requests != view.key_requests:
+                view.key_requests = requests
+                offer_requests(requests, order, view)
         self._seq = seq
         dirty.clear()
 
@@ -448,11 +457,11 @@ class HostTable:
         return [host_row(v, now, queued_of(v.state.host_key)) for v in self._kept_top(sort, n)]
 
     def _kept_top(self, sort: str, n: int) -> list[HostView]:
-        i = _KEPT.index(sort)
+        key_of = operator.attrgetter(_KEY_ATTRS[sort])
         hosts = self.hosts
 
         def everyone() -> Iterator[tuple[float | int | None, int, HostView]]:
-            return ((v.keys[i], v.order, v) for v in hosts.values())
+            return ((key_of(v), v.order, v) for v in hosts.values())
 
         return self._tops[sort].top(n, everyone)
 
