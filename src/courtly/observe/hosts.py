@@ -25,9 +25,10 @@ where it need not:
   checked against.
 * **queue lengths** (``queued``, and the log2 histogram) are the store's, which change
   with every URL found, not with a host event: one pass over the hosts asks the store
-  (:data:`QueuedOf`); its answer is reused until the time moved on by
-  :data:`LENGTHS_EVERY` times what the pass took (the summary's top ``queued`` and the
-  page's ``/api/hosts?sort=queued`` reuse the census's pass).
+  (:data:`QueuedOf`), counts the bins and ranks the longest queues; its answer is
+  reused until the time moved on by :data:`LENGTHS_EVERY` times what the pass took
+  (the summary's top ``queued`` and the page's ``/api/hosts?sort=queued`` reuse the
+  census's pass, and its ranking).
 
 Events only mark a host changed (a flag and a list append: the hot path's share); the
 table counts the changed hosts, and offers their new keys to the kept tops, at the
@@ -49,7 +50,7 @@ from typing import Any, Final, NamedTuple
 
 from courtly.events import Event, HostLeased, HostStateChanged, LeaseExpired, RobotsResult
 from courtly.frontier.records import DelaySource, HostState
-from courtly.observe.kept_top import KeptTop
+from courtly.observe.kept_top import KEEP, KeptTop
 
 __all__ = ["LENGTHS_EVERY", "SORTS", "Census", "HostTable", "HostView", "host_row", "log2_bin"]
 
@@ -416,9 +417,18 @@ class HostTable:
             self._lengths = (list(self.hosts.values()), lengths)
             by_bits = Counter(map(int.bit_length, [q for q in lengths if q is not None]))
             self._bins_cache = {_bits_label(bits): n for bits, n in sorted(by_bits.items())}
+            self._rank_longest(lengths, KEEP)
             self._lengths_cost = self._timer() - start
             self._lengths_at = now
         return self._lengths
+
+    def _rank_longest(self, lengths: list[int | None], n: int) -> None:
+        """The indices of the ``n`` longest queues of ``lengths``, longest first (ties:
+        first seen first). Part of the pass over the lengths (so under its duty bound),
+        for the ``KEEP`` longest; a larger ``n`` asked ranks again."""
+        zeroed = [q or 0 for q in lengths]
+        self._longest = heapq.nlargest(n, range(len(zeroed)), key=zeroed.__getitem__)
+        self._longest_of = lengths
 
     def queue_lengths_pass(self, now: float) -> None:
         """Ask the store for every host's queue length now, recent or not (a benchmark's)."""
@@ -448,12 +458,9 @@ class HostTable:
         queued_of = self._queued_of
         if sort == "queued":
             views, lengths = self._queue_lengths(now)
-            longest = self._longest
-            if self._longest_of is not lengths or len(longest) < min(n, len(lengths)):
-                zeroed = [q or 0 for q in lengths]
-                longest = heapq.nlargest(n, range(len(zeroed)), key=zeroed.__getitem__)
-                self._longest, self._longest_of = longest, lengths
-            return [host_row(views[i], now, lengths[i]) for i in longest[:n]]
+            if self._longest_of is not lengths or len(self._longest) < min(n, len(lengths)):
+                self._rank_longest(lengths, n)
+            return [host_row(views[i], now, lengths[i]) for i in self._longest[:n]]
         return [host_row(v, now, queued_of(v.state.host_key)) for v in self._kept_top(sort, n)]
 
     def _kept_top(self, sort: str, n: int) -> list[HostView]:
