@@ -10,16 +10,22 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.conftest import LiveWeb, crawl_config
+from tests.redis_servers import delete_crawl, have_redis_server, new_crawl_name, standalone_url
 
 from courtly.crawl import Crawler, Page
 from courtly.events import Event, Tick
+from courtly.frontier.config import QueueConfig
 from courtly.observe.attach import DashboardSpec, serving
 from courtly.observe.server import Dashboard
 from courtly.observe.snapshot import DELAY_SOURCES, schema_errors
 from courtly.observe.sources import FileSource
+from courtly.store.redis.address import connect
 
+LEVELS = QueueConfig().levels
+"""A crawl's front-tier levels (the default)."""
 _BOUNDED_LABELS = {"status_class", "state", "delay_source", "result", "kind", "tier", "level", "le"}
 
 
@@ -138,3 +144,60 @@ async def test_a_token_is_asked_for_when_given(tmp_path: Path) -> None:
         headers = {"Authorization": "Bearer s3cret"}
         async with s.get(served.url + "api/snapshot", headers=headers) as r:
             assert r.status == 503  # authorised; no snapshot in that status.json
+
+
+@pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
+async def test_a_redis_crawl_charts_queue_depth_by_level(
+    small_web: LiveWeb, tmp_path: Path
+) -> None:
+    """The Redis store's front depth per level reaches the live page and /metrics."""
+    crawl_name = new_crawl_name("dash")
+    config = crawl_config(
+        small_web,
+        tmp_path / "state",
+        progress_interval_s=0.1,
+        max_pages=60,
+        store=standalone_url(),
+        crawl_name=crawl_name,
+    )
+    seen: dict[str, Any] = {}
+    first = _FirstTick()
+    live: dict[str, Any] = {}
+
+    async def on_page(page: Page) -> None:
+        if seen:
+            return
+        seen["started"] = True
+        await first.seen.wait()
+        session, url = live["session"], live["url"]
+        async with session.get(url + "api/snapshot") as r:
+            seen["snapshot"] = await r.json()
+        async with session.get(url + "metrics") as r:
+            seen["metrics"] = await r.text()
+
+    crawler = Crawler(config, on_page=on_page)
+    spec = DashboardSpec("127.0.0.1", 0, None)
+    spec.for_crawler(crawler)
+    crawler.events.subscribe(first)
+    try:
+        async with serving(spec, lambda _: None) as dashboard, aiohttp.ClientSession() as s:
+            live.update(session=s, url=dashboard.url)
+            final = await crawler.run()
+    finally:
+        client = connect(standalone_url())
+        try:
+            await delete_crawl(client, crawl_name)
+        finally:
+            await client.aclose()
+    assert final.pages > 0
+    snap = seen["snapshot"]
+    assert schema_errors(snap) == []
+    levels = snap["front_queued_by_level"]
+    assert len(levels) == LEVELS  # one count per level, from Redis
+    assert sum(levels) == snap["frontier"]["front_queued"]  # the same atomic read
+    family = check_metrics(seen["metrics"])["courtly_front_queue_urls"]
+    assert sorted(s.labels["level"] for s in family.samples) == [str(i) for i in range(LEVELS)]
+    assert final.observed["front_queued_by_level"] and final.observed["violations"] == {
+        "overlap": 0,
+        "early": 0,
+    }

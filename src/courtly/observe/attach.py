@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from courtly.events import Tick
 from courtly.observe.server import Dashboard
 from courtly.observe.sources import LiveSource
 
@@ -44,9 +45,10 @@ class DashboardSpec:
         self.source = LiveSource(time.time)
 
     def for_crawler(self, crawler: Crawler) -> None:
-        """Feed the source from a one-process crawl's bus (exact top-N)."""
+        """Feed the source from a one-process crawl's bus (exact top-N): its ticks only,
+        so the dashboard adds nothing to the publishing of a fetch's events."""
         self.source = LiveSource(time.time, crawler.observation.hosts)
-        crawler.events.subscribe(self.source)
+        crawler.events.subscribe(self.source, (Tick,))
 
 
 @contextlib.asynccontextmanager

@@ -1,7 +1,7 @@
 """The per-host table: each host's latest politeness state, from events (a subscriber).
 
 One small record per host seen (about 300 bytes with its share of the table's
-indexes), updated in O(1) per event. The table answers
+indexes, and its four kept sort keys), updated in O(1) per event. The table answers
 the dashboard's questions once per tick, at a cost that does not grow with the hosts
 where it need not:
 
@@ -12,21 +12,27 @@ where it need not:
   census costs O(hosts that came due since the last one x log hosts); the soonest due
   host is the heap's top. A census for a time earlier than the last (a clock set back)
   counts every host, as :meth:`HostTable.scan` does.
-* **the top-N of a sort** is ``heapq.nlargest`` over the hosts that can rank: the hosts
-  with an error or a parking for ``errors`` (usually few; padded with the others, which
-  tie at 0), every host for ``next_allowed`` (retired last), ``delay`` and ``requests``
-  (O(hosts): 10-30 ms at 100,000 hosts on a loaded 2-core machine). The keys are plain
-  functions: on CPython 3.11 they run faster inside ``nlargest``'s loop than a dotted
-  :func:`operator.attrgetter` (measured).
+* **the top-N of a sort** (``next_allowed``, ``errors``, ``delay``, ``requests``) is
+  kept, not sorted per request: a :class:`~courtly.observe.kept_top.KeptTop` per sort
+  holds a few hundred candidates and a bound below which every host is a candidate;
+  a changed host is offered to each (at :meth:`HostTable._sync`, not on the hot path:
+  O(log candidates)), and a top pops the candidates' heap (well under 1 ms at 100,000
+  hosts, where ``heapq.nlargest`` over every host took 10-50 ms on a loaded 2-core
+  machine). Ties rank the host first seen first, as a stable sort does; retired hosts
+  rank last by ``next_allowed``. When the candidates fall behind the bound, a top
+  rebuilds them from every host (O(hosts), rare: see that module).
+  :meth:`HostTable.top_by_scan` is the ``nlargest`` reference the kept tops are
+  checked against.
 * **queue lengths** (``queued``, and the log2 histogram) are the store's, which change
   with every URL found, not with a host event: one pass over the hosts asks the store
-  (:data:`QueuedOf`); its answer is reused until the time moved on by
-  :data:`LENGTHS_EVERY` times what the pass took (the summary's top ``queued`` and the
-  page's ``/api/hosts?sort=queued`` reuse the census's pass).
+  (:data:`QueuedOf`), counts the bins and ranks the longest queues; its answer is
+  reused until the time moved on by :data:`LENGTHS_EVERY` times what the pass took
+  (the summary's top ``queued`` and the page's ``/api/hosts?sort=queued`` reuse the
+  census's pass, and its ranking).
 
 Events only mark a host changed (a flag and a list append: the hot path's share); the
-table counts the changed hosts at the next census or top (:meth:`HostTable._sync`), once
-each however many events they had.
+table counts the changed hosts, and offers their new keys to the kept tops, at the
+next census or top (:meth:`HostTable._sync`), once each however many events they had.
 
 It also checks the frontier's own promise: a lease of a host already in flight
 (``overlap``) or before its next allowed time (``early``) is counted as a politeness
@@ -36,13 +42,15 @@ violation (it must stay 0).
 from __future__ import annotations
 
 import heapq
+import operator
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Final, NamedTuple
 
 from courtly.events import Event, HostLeased, HostStateChanged, LeaseExpired, RobotsResult
 from courtly.frontier.records import DelaySource, HostState
+from courtly.observe.kept_top import KEEP, KeptTop
 
 __all__ = ["LENGTHS_EVERY", "SORTS", "Census", "HostTable", "HostView", "host_row", "log2_bin"]
 
@@ -84,13 +92,25 @@ class HostView:
         "dirty",
         "due",
         "in_flight",
+        "key_delay",
+        "key_errors",
+        "key_next_allowed",
+        "key_requests",
+        "order",
         "robots_at",
         "robots_result",
         "state",
     )
 
-    def __init__(self, state: HostState) -> None:
+    def __init__(self, state: HostState, order: int = 0) -> None:
         self.state = state
+        self.order = order
+        """When the table first saw it (0, 1, 2...): ties in a top rank first seen first."""
+        self.key_next_allowed: float | None = None
+        """Its key in each kept top (negated: smallest first), as last offered."""
+        self.key_errors: int | None = None
+        self.key_delay: float | None = None
+        self.key_requests: int | None = None
         self.changed_at = 0.0
         self.delay = 0.0
         """The last wait set: next allowed time less the time it was set (0 before one)."""
@@ -149,6 +169,15 @@ def host_row(view: HostView, now: float, queued: int | None) -> dict[str, Any]:
 
 SORTS: Final = ("queued", "next_allowed", "errors", "delay", "requests")
 """``/api/hosts?sort=``: largest first."""
+_KEPT: Final = ("next_allowed", "errors", "delay", "requests")
+"""The sorts whose tops the table keeps in heaps (``queued`` is the store's)."""
+_PARKS_BITS: Final = 32
+_MOST_PARKS: Final = (1 << _PARKS_BITS) - 1
+_INF: Final = float("inf")
+
+
+_KEY_ATTRS: Final = {sort: f"key_{sort}" for sort in _KEPT}
+"""The :class:`HostView` attribute holding its key in each kept top."""
 
 
 class HostTable:
@@ -165,8 +194,10 @@ class HostTable:
         self._seq = 0
         self._drained_at = float("-inf")
         """The latest census time: a host waits while its next allowed time is after it."""
-        self._erring: dict[str, HostView] = {}
-        """The hosts with an error streak or a parking (the ``errors`` sort's candidates)."""
+        self._tops: dict[str, KeptTop[HostView]] = {
+            sort: KeptTop(operator.attrgetter(attr)) for sort, attr in _KEY_ATTRS.items()
+        }
+        """Per kept sort, its candidates (see the module doc)."""
         self._dirty: list[HostView] = []
         """The hosts changed since the last :meth:`_sync` (each once)."""
         self._timer = timer
@@ -218,7 +249,7 @@ class HostTable:
             view.robots_result = event.result
 
     def _new(self, key: str, state: HostState) -> HostView:
-        view = self.hosts[key] = HostView(state)
+        view = self.hosts[key] = HostView(state, len(self.hosts))
         view.dirty = True
         self._dirty.append(view)
         return view
@@ -229,8 +260,12 @@ class HostTable:
         dirty = self._dirty
         if not dirty:
             return
-        counts, erring = self._counts, self._erring
+        counts = self._counts
         due, push = self._due, heapq.heappush
+        tops = self._tops
+        offer_next, offer_errors = tops["next_allowed"].offer, tops["errors"].offer
+        offer_delay, offer_requests = tops["delay"].offer, tops["requests"].offer
+        most_parks = _MOST_PARKS
         drained_at = self._drained_at
         seq = self._seq
         for view in dirty:
@@ -239,7 +274,6 @@ class HostTable:
                 counts[view.category] -= 1
             view.due = 0
             s = view.state
-            key = s.host_key
             changed_at = view.changed_at
             view.delay = max(0.0, s.next_allowed_at - changed_at) if changed_at else 0.0
             category: str
@@ -254,12 +288,26 @@ class HostTable:
                 push(due, (s.next_allowed_at, seq, view))
             else:
                 category = _READY
-            if s.error_streak or s.parks:
-                erring[key] = view
-            else:
-                erring.pop(key, None)
             view.category = category
             counts[category] += 1
+            # the kept tops' keys, negated (largest first); offered when they changed
+            order = view.order
+            key = -s.next_allowed_at if s.retired is None else _INF
+            if key != view.key_next_allowed:
+                view.key_next_allowed = key
+                offer_next(key, order, view)
+            errors = -((s.error_streak << _PARKS_BITS) | min(s.parks, most_parks))
+            if errors != view.key_errors:
+                view.key_errors = errors
+                offer_errors(errors, order, view)
+            key = -view.delay
+            if key != view.key_delay:
+                view.key_delay = key
+                offer_delay(key, order, view)
+            requests = -s.requests_made
+            if requests != view.key_requests:
+                view.key_requests = requests
+                offer_requests(requests, order, view)
         self._seq = seq
         dirty.clear()
 
@@ -369,9 +417,18 @@ class HostTable:
             self._lengths = (list(self.hosts.values()), lengths)
             by_bits = Counter(map(int.bit_length, [q for q in lengths if q is not None]))
             self._bins_cache = {_bits_label(bits): n for bits, n in sorted(by_bits.items())}
+            self._rank_longest(lengths, KEEP)
             self._lengths_cost = self._timer() - start
             self._lengths_at = now
         return self._lengths
+
+    def _rank_longest(self, lengths: list[int | None], n: int) -> None:
+        """The indices of the ``n`` longest queues of ``lengths``, longest first (ties:
+        first seen first). Part of the pass over the lengths (so under its duty bound),
+        for the ``KEEP`` longest; a larger ``n`` asked ranks again."""
+        zeroed = [q or 0 for q in lengths]
+        self._longest = heapq.nlargest(n, range(len(zeroed)), key=zeroed.__getitem__)
+        self._longest_of = lengths
 
     def queue_lengths_pass(self, now: float) -> None:
         """Ask the store for every host's queue length now, recent or not (a benchmark's)."""
@@ -401,25 +458,32 @@ class HostTable:
         queued_of = self._queued_of
         if sort == "queued":
             views, lengths = self._queue_lengths(now)
-            longest = self._longest
-            if self._longest_of is not lengths or len(longest) < min(n, len(lengths)):
-                zeroed = [q or 0 for q in lengths]
-                longest = heapq.nlargest(n, range(len(zeroed)), key=zeroed.__getitem__)
-                self._longest, self._longest_of = longest, lengths
-            return [host_row(views[i], now, lengths[i]) for i in longest[:n]]
-        chosen: list[HostView]
-        if sort == "next_allowed":
-            chosen = heapq.nlargest(n, self.hosts.values(), key=_next_allowed)
-        elif sort == "errors":
-            chosen = heapq.nlargest(n, self._erring.values(), key=_errors)
-            if len(chosen) < n:  # the others tie at (0, 0): first seen first
-                erring = self._erring
-                rest = (v for k, v in self.hosts.items() if k not in erring)
-                chosen += [v for _, v in zip(range(n - len(chosen)), rest, strict=False)]
-        elif sort == "delay":
-            chosen = heapq.nlargest(n, self.hosts.values(), key=_delay)
-        else:
-            chosen = heapq.nlargest(n, self.hosts.values(), key=_requests)
+            if self._longest_of is not lengths or len(self._longest) < min(n, len(lengths)):
+                self._rank_longest(lengths, n)
+            return [host_row(views[i], now, lengths[i]) for i in self._longest[:n]]
+        return [host_row(v, now, queued_of(v.state.host_key)) for v in self._kept_top(sort, n)]
+
+    def _kept_top(self, sort: str, n: int) -> list[HostView]:
+        key_of = operator.attrgetter(_KEY_ATTRS[sort])
+        hosts = self.hosts
+
+        def everyone() -> Iterator[tuple[float | int | None, int, HostView]]:
+            return ((key_of(v), v.order, v) for v in hosts.values())
+
+        return self._tops[sort].top(n, everyone)
+
+    def kept_top_rebuilds(self) -> dict[str, int]:
+        """How many times each kept top was rebuilt from every host (O(hosts) each)."""
+        return {sort: top.rebuilds for sort, top in self._tops.items()}
+
+    def top_by_scan(self, sort: str, n: int, now: float) -> list[dict[str, Any]]:
+        """:meth:`top` by ``heapq.nlargest`` over every host (O(hosts)): the reference the
+        kept tops are checked against."""
+        if sort == "queued" or sort not in SORTS:
+            return self.top(sort, n, now)
+        self._sync()
+        chosen = heapq.nlargest(n, self.hosts.values(), key=_SCAN_KEYS[sort])
+        queued_of = self._queued_of
         return [host_row(v, now, queued_of(v.state.host_key)) for v in chosen]
 
 
@@ -441,6 +505,14 @@ def _delay(view: HostView) -> float:
 
 def _requests(view: HostView) -> int:
     return view.state.requests_made
+
+
+_SCAN_KEYS: Final[dict[str, Callable[[HostView], float | int | tuple[int, int]]]] = {
+    "next_allowed": _next_allowed,
+    "errors": _errors,
+    "delay": _delay,
+    "requests": _requests,
+}
 
 
 def _bits_label(bits: int) -> str:

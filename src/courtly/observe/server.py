@@ -75,6 +75,8 @@ class Dashboard:
         self._sse_interval_s = sse_interval_s
         self._closing = asyncio.Event()
         self._runner: web.AppRunner | None = None
+        self._encoded: tuple[object, bytes] = (None, b"")
+        """The latest snapshot and its JSON (encoded once, however many clients)."""
         self.port = port
 
     @property
@@ -137,7 +139,14 @@ class Dashboard:
         latest = self._source.latest()
         if latest is None:
             return web.json_response({"error": "no snapshot yet"}, status=503)
-        return web.json_response(latest)
+        return web.Response(body=self._json(latest), content_type="application/json")
+
+    def _json(self, latest: dict[str, Any]) -> bytes:
+        """``latest`` as compact JSON, encoded once per snapshot (``/api/snapshot`` and
+        every ``/events`` stream share it)."""
+        if self._encoded[0] is not latest:
+            self._encoded = (latest, json.dumps(latest, separators=(",", ":")).encode())
+        return self._encoded[1]
 
     async def _hosts(self, request: web.Request) -> web.Response:
         sort = request.query.get("sort", "queued")
@@ -174,8 +183,8 @@ class Dashboard:
                 latest = self._source.latest()
                 if latest is not None and latest["at"] != last_at:
                     last_at = latest["at"]
-                    data = json.dumps(latest, separators=(",", ":"))
-                    await response.write(f"event: snapshot\ndata: {data}\n\n".encode())
+                    data = self._json(latest)
+                    await response.write(b"event: snapshot\ndata: " + data + b"\n\n")
                 else:
                     await response.write(b": idle\n\n")
                 with contextlib.suppress(TimeoutError):

@@ -93,11 +93,33 @@ def test_the_tops_rank_as_a_full_sort_does() -> None:
         ),
         "errors": sorted(views, key=lambda v: (v.state.error_streak, v.state.parks), reverse=True),
         "requests": sorted(views, key=lambda v: v.state.requests_made, reverse=True),
+        "delay": sorted(
+            views, key=lambda v: max(0.0, v.state.next_allowed_at - v.changed_at), reverse=True
+        ),
     }
     for sort, ranked in expected.items():
         for n in (1, 10, 80, 200):
             got = [r["host"] for r in table.top(sort, n, T0 + 2)]
             assert got == [v.state.host_key for v in ranked[:n]], (sort, n)
+
+
+def test_the_kept_tops_equal_a_full_sort_after_every_change() -> None:
+    """Keys that rise, fall, repeat and tie; hosts retired; heaps compacted."""
+    rng = random.Random(11)
+    table = HostTable()
+    keys = [f"h{i}.test" for i in range(40)]
+    now = T0
+    for step in range(3_000):
+        key = rng.choice(keys)
+        if rng.random() < 0.3:
+            table.notify(HostLeased(now, key))
+        else:
+            table.notify(HostStateChanged(now, random_state(rng, key, now)))
+        now += rng.choice((0.0, 0.5))
+        if step % 5 == 0:
+            for sort in ("next_allowed", "errors", "delay", "requests"):
+                n = rng.choice((1, 3, 10, 40, 60))
+                assert table.top(sort, n, now) == table.top_by_scan(sort, n, now), (step, sort)
 
 
 def waiting_for_each_source() -> Observation:

@@ -230,6 +230,8 @@ class RedisStore(RevisitSeam):
         self._config_tail = ""
         self._slots = 1
         self._crawl_key = f"{crawl}:{{{crawl}}}:"
+        self._front_levels: tuple[int, ...] = ()
+        """Each front level's URLs at the last :meth:`counts` (see :meth:`front_by_level`)."""
 
     # -- opening ------------------------------------------------------------
 
@@ -568,9 +570,13 @@ class RedisStore(RevisitSeam):
             *(self._shard_call("counts", shard, now_at, []) for shard in range(self._layout.shards))
         )
         total = [0] * 13
+        levels = [0] * self._queues.levels
         for reply in replies:
-            for i, value in enumerate(reply.rest):
+            for i, value in enumerate(reply.rest[:13]):
                 total[i] += int(value)
+            for i, value in enumerate(reply.rest[13 : 13 + len(levels)]):
+                levels[i] += int(value)
+        self._front_levels = tuple(levels)
         front, back, active, ready, snoozed, parked, inactive, due, held = total[:9]
         leased, seen, requests, retired = total[9:]
         return FrontierCounts(
@@ -589,6 +595,14 @@ class RedisStore(RevisitSeam):
             seen=seen,
             requests_made=requests,
         )
+
+    def front_by_level(self) -> tuple[int, ...]:
+        """URLs waiting in each front-queue level, summed over the shards, as of the last
+        :meth:`counts` (no I/O: COUNTS, read only, also answers the depth of each level,
+        in the same atomic read as ``front_queued``). For the dashboard's queue depth by
+        priority level: see :class:`courtly.store.base.FrontDepths`. Zeros before the
+        first :meth:`counts`."""
+        return self._front_levels or (0,) * self._queues.levels
 
     async def flush(self) -> None:
         """Send the pending due-index updates; durability is the server's (its AOF)."""

@@ -1,5 +1,6 @@
 -- COUNTS: read only. Reply head, then: front, back, active, ready, snoozed, parked,
--- inactive, inactive due, held, leased, seen, requests, retired.
+-- inactive, inactive due, held, leased, seen, requests, retired, then the URLs in each
+-- front-tier level (LEVELS of them, level 0 first: their sum is front).
 ver = ver - 1
 local ready = redis.call('ZCOUNT', P .. 'r', '-inf', NOW)
 local snoozed = redis.call('ZCARD', P .. 'r') - ready
@@ -11,5 +12,7 @@ for _, host in ipairs(redis.call('SMEMBERS', P .. 'fail')) do
   if at and tonumber(at) > NOW and host_next(host) > NOW then parked = parked + 1 end
 end
 local seen = tonumber(redis.call('HGET', M, 'seen') or '0')
-return reply(nil, nil, {fs, bs, ac, ready, snoozed, parked, inactive, wdue,
-  redis.call('HLEN', P .. 'bl'), redis.call('HLEN', P .. 'l'), seen, req, ret})
+local out = {fs, bs, ac, ready, snoozed, parked, inactive, wdue,
+  redis.call('HLEN', P .. 'bl'), redis.call('HLEN', P .. 'l'), seen, req, ret}
+for i = 1, LEVELS do out[#out + 1] = redis.call('LLEN', P .. 'f' .. (i - 1)) end
+return reply(nil, nil, out)
