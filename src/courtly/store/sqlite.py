@@ -323,7 +323,8 @@ class _SqliteRows:
         if self._back_inserts:
             self.write_pending()
         found = self._db.execute(
-            "SELECT rank, seq FROM back WHERE host_key = ? AND url = ? AND rank > ? AND seq != ?",
+            "SELECT rank, seq FROM back INDEXED BY back_url"
+            " WHERE host_key = ? AND url = ? AND rank > ? AND seq != ? ORDER BY rank, seq LIMIT 1",
             (host_key, url, rank, -1 if pinned is None else pinned),
         ).fetchone()
         if found is None:
