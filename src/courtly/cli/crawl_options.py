@@ -142,7 +142,8 @@ _DECORATORS: list[Callable[[Any], Any]] = [
     click.option(
         "--durability",
         type=click.Choice(["crash", "power"]),
-        help="crash [default]: commit every step, only in-flight requests repeat after kill -9; "
+        help="crash [default]: commit every step (those of one event-loop pass together), only "
+        "in-flight requests repeat after kill -9; "
         "power: batched fsynced commits that also survive a power cut.",
     ),
     click.option("--no-sitemaps", is_flag=True, default=False, help="Ignore robots.txt Sitemaps."),

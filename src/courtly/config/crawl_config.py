@@ -93,8 +93,10 @@ class CrawlConfig:
     """Names a crawl in a shared (Redis) store: every process with the same store and
     name joins that crawl. Required with a Redis store."""
     durability: Literal["crash", "power"] = "crash"
-    """``crash``: every step commits at once (no fsync): after ``kill -9`` only the
-    requests in flight repeat; a power cut may repeat the last moments' fetches.
+    """``crash``: every step is committed (no fsync) by the end of the event loop's pass
+    that made it (the steps of one pass share a commit): after ``kill -9`` only the
+    requests in flight repeat, and the completions of the pass the kill cut short; a
+    power cut may repeat the last moments' fetches.
     ``power``: commits are batched every 0.2 s and fsynced: a power cut loses nothing
     committed, and a crash repeats up to 0.2 s of completed fetches."""
     lease_ttl_s: float = 120.0

@@ -43,12 +43,15 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
     # After a crash, hosts in flight (or completed in the last commit window) have no
     # stored next-allowed time for their last request: hold every host for one
     # minimum delay from the moment of resuming, which is after that request ended.
+    # "crash": the steps of one pass of the event loop (the pages whose responses came in
+    # together) share a commit, made before the loop next waits for I/O.
     crash = config.durability == "crash"
     return SqliteStore(
         config.state_dir / "frontier.sqlite3",
         queues,
         resume_guard_s=config.min_delay_s,
         commit_interval_s=0.0 if crash else 0.2,
+        commit_per_pass=crash,
         synchronous="normal" if crash else "full",
     )
 

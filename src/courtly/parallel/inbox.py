@@ -127,10 +127,13 @@ class Inbox:
             if source != index
         }
         self._files: dict[int, int] = {}
+        self.full = False
+        """True when the last :meth:`read` took ``max_bytes`` from a source: more may wait."""
 
     def read(self, max_bytes: int = _READ_BYTES) -> list[InboxChunk]:
         """New whole lines of every source (at most about ``max_bytes`` from each)."""
         chunks: list[InboxChunk] = []
+        self.full = False
         for source, path in self._paths.items():
             fd = self._files.get(source)
             if fd is None:
@@ -141,6 +144,7 @@ class Inbox:
                 self._files[source] = fd
             offset = self.consumed[source]
             data = os.pread(fd, max_bytes, offset)
+            self.full = self.full or len(data) == max_bytes
             cut = data.rfind(b"\n")
             if cut < 0:
                 if len(data) == max_bytes:  # one line longer than max_bytes

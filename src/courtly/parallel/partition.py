@@ -133,7 +133,8 @@ class HostPartition:
             self.inbox.consume(source, end_offset)
 
     async def serve(self, crawler: Crawler) -> None:
-        """Ingest the inbox, answer the parent, watch it; until cancelled."""
+        """Ingest the inbox (every ``poll_s``, at once while a backlog is read), answer the
+        parent, watch it; until cancelled."""
         inbox = await self.open_inbox(crawler.frontier.store)
         try:
             while True:
@@ -148,7 +149,10 @@ class HostPartition:
                 if self._parent_pid is not None and os.getppid() != self._parent_pid:
                     log.warning("the parent process is gone: stopping")
                     crawler.request_stop("parent_gone")
-                await asyncio.sleep(0 if busy else self._poll_s)
+                # Read again at once only while a read came back full (a backlog): URLs
+                # forwarded at a steady rate wait up to poll_s and come in batches, instead
+                # of a read and its store steps in every pass of the loop.
+                await asyncio.sleep(0 if busy and inbox.full else self._poll_s)
         finally:
             inbox.close()
 

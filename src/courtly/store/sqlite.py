@@ -323,7 +323,8 @@ class _SqliteRows:
         if self._back_inserts:
             self.write_pending()
         found = self._db.execute(
-            "SELECT rank, seq FROM back WHERE host_key = ? AND url = ? AND rank > ? AND seq != ?",
+            "SELECT rank, seq FROM back INDEXED BY back_url"
+            " WHERE host_key = ? AND url = ? AND rank > ? AND seq != ? ORDER BY rank, seq LIMIT 1",
             (host_key, url, rank, -1 if pinned is None else pinned),
         ).fetchone()
         if found is None:
@@ -472,6 +473,11 @@ class SqliteStore:
     (a resumed one keeps its own). ``commit_interval_s`` bounds how long a
     completed step may stay uncommitted (0: commit after every step);
     ``commit_max_ops`` commits sooner after that many row writes.
+    ``commit_per_pass`` (with ``commit_interval_s == 0`` only): the steps made in one
+    pass of the running event loop share one commit, made at the end of that pass
+    (``loop.call_soon``) instead of after each step: a step is committed before the
+    loop next waits for I/O or timers, so a crash can lose only the steps of the pass
+    it cut short (outside a running loop, every step commits at once).
     ``synchronous`` is ``"full"`` (survives power loss) or ``"normal"``
     (survives process crashes). ``resume_guard_s``: after a resume, no host is
     leased before the first ``now_at`` seen plus this many seconds.
@@ -492,6 +498,7 @@ class SqliteStore:
         seen_error_rate: float = 1e-3,
         commit_interval_s: float = 0.2,
         commit_max_ops: int = 200_000,
+        commit_per_pass: bool = False,
         synchronous: Literal["normal", "full"] = "full",
         resume_guard_s: float = 0.0,
         host_cache_size: int = 100_000,
@@ -504,6 +511,7 @@ class SqliteStore:
         self._cfg = queues or QueueConfig()
         self._commit_interval_s = commit_interval_s
         self._commit_max_ops = max(1, commit_max_ops)
+        self._commit_per_pass = commit_per_pass and commit_interval_s == 0
         self._resume_guard_s = resume_guard_s
         self._host_cache_size = max(1, host_cache_size)
         self._seen_checkpoint_urls = max(1, seen_checkpoint_urls)
@@ -511,7 +519,7 @@ class SqliteStore:
         self._in_tx = False
         self._ops = 0
         self._hold = False
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.Handle | None = None
         self._broken: BaseException | None = None
         self._closed = False
         self._floor_pending = False
@@ -743,8 +751,13 @@ class SqliteStore:
             yield
             self._rows.write_pending()
             if self._in_tx and not self._hold:
-                if self._ops >= self._commit_max_ops or self._commit_interval_s == 0:
+                if self._ops >= self._commit_max_ops:
                     self._commit()
+                elif self._commit_interval_s == 0:
+                    if not self._commit_per_pass:
+                        self._commit()
+                    elif self._timer is None:
+                        self._timer = self._pass_end()
                 elif self._timer is None:
                     loop = asyncio.get_running_loop()
                     self._timer = loop.call_later(self._commit_interval_s, self._on_timer)
@@ -775,10 +788,21 @@ class SqliteStore:
         self._hold = False
         rows.evict_hosts(self._host_cache_size, self._sched.holds)
 
+    def _pass_end(self) -> asyncio.Handle | None:
+        """A commit at the end of the running loop's pass; ``None`` (committed now) outside one."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._commit()
+            return None
+        return loop.call_soon(self._on_timer)
+
     def _on_timer(self) -> None:
         self._timer = None
         if self._closed or self._broken is not None:
             return
+        if self._hold and self._commit_interval_s == 0:
+            return  # the step that ends the hold (the page's completion) commits both
         if self._hold:  # a noted visit waits for its completion: commit them together
             self._timer = asyncio.get_running_loop().call_later(
                 self._commit_interval_s, self._on_timer

@@ -54,7 +54,7 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 6
+SCHEMA_VERSION: Final = 7
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -93,12 +93,19 @@ def _v5_to_v6(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
+def _v6_to_v7(conn: sqlite3.Connection) -> None:
+    """Version 7: the index ``back_url`` finds a URL in its host's back queue (a promotion
+    to a better level) without reading the whole queue."""
+    conn.execute("CREATE INDEX back_url ON back (host_key, url)")
+
+
 MIGRATIONS: Final[Mapping[int, Migration]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
     4: _v4_to_v5,
     5: _v5_to_v6,
+    6: _v6_to_v7,
 }
 """``from_version -> migration`` to ``from_version + 1``."""
 

@@ -160,7 +160,7 @@ async def test_a_version_1_file_gains_the_fail_reason_column(tmp_path: Path) -> 
     await store.aclose()
     assert [e.fail_reason for e in entries] == [None, "http_503"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 6
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
     conn.close()
 
 
@@ -232,3 +232,34 @@ async def test_a_version_2_file_gains_the_attempts_column(tmp_path: Path) -> Non
     lease = (await store.lease(1_000.0, 30.0, 1)).leases[0]
     assert (lease.url, lease.depth, lease.attempts) == ("http://a.test/", 1, 0)
     await store.aclose()
+
+
+async def test_a_version_6_file_gains_the_back_url_index_and_keeps_its_queue(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "frontier.db"
+    conn = open_database(path, version=6)
+    conn.executemany(
+        "INSERT INTO back (host_key, seq, depth, url, rank) VALUES ('a.test', ?, 1, ?, 1)",
+        [(0, "http://a.test/0"), (1, "http://a.test/1")],
+    )
+    conn.execute(
+        "INSERT INTO hosts VALUES ('a.test', 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 2, NULL, NULL)"
+    )
+    conn.close()
+    store = SqliteStore(path, QueueConfig())
+    lease = (await store.lease(1_000.0, 30.0, 1)).leases[0]
+    assert lease.url == "http://a.test/0"
+    await store.aclose()
+    conn = sqlite3.connect(path)
+    indexes = {
+        row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
+    }
+    assert "back_url" in indexes
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+    plan = conn.execute(
+        "EXPLAIN QUERY PLAN SELECT rank, seq FROM back INDEXED BY back_url"
+        " WHERE host_key = 'a.test' AND url = 'http://a.test/1' ORDER BY rank, seq LIMIT 1"
+    ).fetchall()
+    conn.close()
+    assert any("back_url" in str(step) for step in plan)
