@@ -65,6 +65,7 @@ front tier when they are popped).
 
 from __future__ import annotations
 
+import enum
 import heapq
 from collections.abc import Sequence
 from typing import Final, Protocol
@@ -74,7 +75,16 @@ from courtly.frontier.budget import BudgetConfig, is_over_queue_budget
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
-__all__ = ["MAX_HINTS", "HostRow", "QueueRows", "Scheduler", "back_ranks", "retired_skip_reason"]
+__all__ = [
+    "MAX_HINTS",
+    "HostRow",
+    "Promotion",
+    "QueueRows",
+    "Scheduler",
+    "back_ranks",
+    "promotion_of",
+    "retired_skip_reason",
+]
 
 _LEASE_SCAN_PER_LEASE: Final = 4
 """Front pops allowed per lease asked for, beyond ``activation_scan``."""
@@ -97,6 +107,33 @@ def back_ranks(levels: int) -> int:
 def rank_of(level: int, levels: int) -> int:
     """The back-queue rank of a URL of front level ``level`` (clamped into range)."""
     return 1 + min(max(level, 0), levels - 1)
+
+
+class Promotion(enum.Enum):
+    """What a promotion does to a queued URL (:func:`promotion_of`)."""
+
+    NONE = "none"
+    """Leased: never re-queued, never moved."""
+    HINT = "hint"
+    """Some of the host's URLs wait in the front tier, maybe this one: moving a back-queue
+    URL now could pass a URL of its new level still in the front, so the URL gets a hint
+    for when it is taken in (the local stores; Redis keeps none, see docs/frontier.md)."""
+    MOVE = "move"
+    """Every URL of the host is in its back queue: the URL, if found there at a worse
+    rank (never the leased head), leaves it for the tail of the new rank."""
+
+
+def promotion_of(leased: bool, queued: int, in_back: int) -> Promotion:
+    """The promotion rule (module doc, *Promotion*), for a URL of a host that has
+    ``queued`` URLs in all (front and back, a leased head included) of which ``in_back``
+    are in its back queue; ``leased``: the URL is the host's leased head. The one
+    definition: :meth:`Scheduler.promote` runs it, the Redis prelude's ``promote_url``
+    mirrors it step for step."""
+    if leased:
+        return Promotion.NONE
+    if queued > in_back:
+        return Promotion.HINT
+    return Promotion.MOVE
 
 
 def retired_skip_reason(reason: str) -> str:
@@ -334,14 +371,14 @@ class Scheduler:
             key = entry.host_key
             queue = held.get(key)
             lease = leases.get(key)
-            if lease is not None and lease.url == entry.url:
-                out.append(False)  # leased: never re-queued, never moved
+            in_back = queue.length if queue is not None else 0
+            leased = lease is not None and lease.url == entry.url
+            how = promotion_of(leased, rows.host(key).queued, in_back)
+            if how is Promotion.NONE:
+                out.append(False)
                 continue
             rank = rank_of(entry.level, self._levels)
-            in_back = queue.length if queue is not None else 0
-            if rows.host(key).queued > in_back:
-                # some of the host's URLs wait in the front tier, maybe this one: moving a
-                # back-queue URL now could pass a URL of its new level still in the front
+            if how is Promotion.HINT:
                 out.append(False)
                 self._hint(entry.url, rank)
                 continue

@@ -31,17 +31,8 @@ for _, url in ipairs(urls) do
     end
     if status == 0 then
       seen_add(tonumber(h1), tonumber(h2))
-      local len = redis.call('HGET', P .. 'bl', host)
-      if len and tonumber(len) == q then
-        redis.call('RPUSH', P .. 'b:' .. host, entry)
-        redis.call('HINCRBY', P .. 'bl', host, 1)
-        bs = bs + 1
-      else
-        local level = lane_level[tonumber(lane)] or lane_level[#lane_level]
-        level = math.min(math.max(level, 0), LEVELS - 1)
-        redis.call('RPUSH', P .. 'f' .. level, entry)
-        fs = fs + 1
-      end
+      local level = lane_level[tonumber(lane)] or lane_level[#lane_level]
+      route(host, entry, level, level <= 0, q)
       hq_add(host, 1)
     end
   end
