@@ -314,7 +314,9 @@ class RedisStore(RevisitSeam):
     async def promote(self, entries: Sequence[QueuedUrl], now_at: float) -> list[bool]:
         """PROMOTE per shard, concurrently: the scheduler's rule (``promote_url`` in the
         prelude), except that a URL whose host has URLs in the front tier gets no hint
-        (``False``, nothing kept: the take-in from the front tier is LEASE's)."""
+        (``False``, nothing kept: the take-in from the front tier is LEASE's). A URL is
+        found by its queue entry, so ``entry.depth`` must be the depth it was queued with
+        (the crawl's known-URL table keeps it), else it is not moved."""
         await self.open()
         shards = self._layout.shards
         groups: dict[int, list[int]] = {}
@@ -326,7 +328,8 @@ class RedisStore(RevisitSeam):
             args: list[Any] = []
             for i in indexes:
                 entry = entries[i]
-                args.extend((entry.host_key, entry.url, entry.level))
+                entry_text = encode_entry(entry.host_key, entry.depth, entry.url)
+                args.extend((entry.host_key, entry_text, entry.level))
             reply = await self._shard_call("promote", shard, now_at, args)
             for i, raw in zip(indexes, reply.rest, strict=True):
                 moved[i] = int(raw) == 1

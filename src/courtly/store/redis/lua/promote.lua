@@ -1,4 +1,4 @@
--- PROMOTE: ARGV[3...]: (host, url, level) per URL. Each queued URL moves up to its new
+-- PROMOTE: ARGV[3...]: (host, entry, level) per URL, the entry as ADD spells it. Each queued URL moves up to its new
 -- level where that is better than where it is (promote_url: the scheduler's rule).
 -- Returns the reply head, then 1 for each URL moved in its back queue now, else 0.
 local out = {}

@@ -223,23 +223,25 @@ end
 -- A back queue b:<host> is ordered by rank, then arrival (the scheduler's QueueRows):
 -- an entry joins the tail of its rank, before the first entry of a worse rank, never
 -- before a leased head (it stays at index 0 until COMPLETE pops it or RELEASE keeps it).
--- O(1) when nothing queued is worse (the common case), else a scan of the host's queue.
--- Not kept by LEASE's take-in from the front tier, which appends (docs/distributed.md).
+-- O(1) when nothing queued is worse (the common case), else a binary search over the
+-- host's queue (O(log n) LINDEX). Not kept by LEASE's take-in from the front tier, which
+-- appends (docs/distributed.md): there the search places the URL among sorted runs.
 local function back_insert(host, e, rank)
   local key = P .. 'b:' .. host
   local tail = redis.call('LINDEX', key, -1)
   if tail and entry_rank(tail) > rank then
-    local i = redis.call('HEXISTS', P .. 'l', host)  -- 1: the head is leased, pinned
-    while true do
-      local chunk = redis.call('LRANGE', key, i, i + 127)
-      if #chunk == 0 then break end
-      for _, x in ipairs(chunk) do
-        if entry_rank(x) > rank then
-          redis.call('LINSERT', key, 'BEFORE', x, e)  -- a host's entries are distinct
-          return
-        end
+    local lo = redis.call('HEXISTS', P .. 'l', host)  -- 1: the head is leased, pinned
+    local hi = redis.call('LLEN', key) - 1  -- the tail is worse: the answer is <= hi
+    if lo <= hi then
+      while lo < hi do  -- the first index in [lo, hi] whose entry is of a worse rank
+        local mid = math.floor((lo + hi) / 2)
+        if entry_rank(redis.call('LINDEX', key, mid)) > rank then hi = mid else lo = mid + 1 end
       end
-      i = i + #chunk
+      local pivot = redis.call('LINDEX', key, lo)
+      if entry_rank(pivot) > rank then
+        redis.call('LINSERT', key, 'BEFORE', pivot, e)  -- a host's entries are distinct
+        return
+      end
     end
   end
   redis.call('RPUSH', key, e)
@@ -295,28 +297,33 @@ end
 -- wait in the front tier nothing moves (the local stores leave a hint for the take-in,
 -- which is LEASE's, so Redis keeps none); else the URL, found in the host's back queue
 -- at a worse rank (never the leased head), leaves it for the tail of the new rank.
--- true if it moved.
-local function promote_url(host, url, level)
+-- `entry` is the URL's queue entry as ADD wrote it (its depth the one it was queued
+-- with): it is found by LPOS at each worse rank (no scan in Lua); an entry whose
+-- attempts failed (a released head, first in its host anyway) is not found, nor one
+-- asked for at another depth. true if it moved.
+local function promote_url(host, entry, level)
   local rank = rank_of(level)
   local key = P .. 'b:' .. host
   local leased = redis.call('HEXISTS', P .. 'l', host)
-  if leased == 1 and entry_url(redis.call('LINDEX', key, 0)) == url then return false end
+  if leased == 1 and entry_url(redis.call('LINDEX', key, 0)) == entry_url(entry) then
+    return false
+  end
   local len = tonumber(redis.call('HGET', P .. 'bl', host) or '0')
+  if len == 0 then return false end
   if tonumber(redis.call('HGET', P .. 'hq', host) or '0') > len then return false end
-  local i = leased
-  while i < len do
-    local chunk = redis.call('LRANGE', key, i, i + 127)
-    if #chunk == 0 then break end
-    for j, x in ipairs(chunk) do
-      if entry_url(x) == url then
-        if entry_rank(x) <= rank then return false end
-        redis.call('LSET', key, i + j - 1, '')  -- entries are never empty
-        redis.call('LREM', key, 1, '')
-        back_insert(host, with_rank(x, rank), rank)
-        return true
-      end
+  for worse = rank + 1, LEVELS do
+    local x = with_rank(entry, worse)
+    local at = redis.call('LPOS', key, x)
+    if not at and worse == LEVELS then
+      x = entry  -- queued before ranks were kept: read as the worst
+      at = redis.call('LPOS', key, x)
     end
-    i = i + #chunk
+    if at and (at > 0 or leased == 0) then
+      redis.call('LSET', key, at, '')  -- entries are never empty
+      redis.call('LREM', key, 1, '')
+      back_insert(host, with_rank(x, rank), rank)
+      return true
+    end
   end
   return false
 end
@@ -351,7 +358,7 @@ local function add_entries(base, known)
       if status == 0 then
         if not seen_add(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])) and not known then
           status = 1
-          if lift then lifted[#lifted + 1] = {host, entry_url(entry), level} end
+          if lift then lifted[#lifted + 1] = {host, entry, level} end
         else
           route(host, entry, level, known and level <= 0, queued)
           hq_add(host, 1)
