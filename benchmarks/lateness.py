@@ -16,6 +16,10 @@ response's end and the next request's start:
 * ``dispatch``: due and requeued → the lease call that handed the host out began
   (waiting in the ready heap for the dispatcher or a fetcher, or inactive); negative
   when the host was leased ahead of its allowed time (``LEASE_AHEAD_S``);
+  ``dispatch_rank<r>``: the same for the requests whose URL was its host's head at
+  back-queue rank ``r`` when leased (0 the news lane, ``1 + level`` otherwise), with its
+  ``max``: how long a due host waits past its time by the rank of its head (the due heap
+  serves the best head first: a starving rank would show here);
 * ``lease_step``: that lease call, start to return (the store's step);
 * ``start``: the later of leased and due → the fetcher was called (the task's start,
   the robots.txt lookup, the wait for the allowed time of a lease taken ahead);
@@ -77,6 +81,14 @@ class Trace:
     fetched: dict[str, tuple[float, float, float]] = field(default_factory=dict)  # call, start, end
     lease_calls: list[tuple[float, int, int, float | None]] = field(default_factory=list)
     busy: list[tuple[float, int, int]] = field(default_factory=list)  # at, in flight, desired
+    ranks: dict[str, int] = field(default_factory=dict)  # url -> rank of the head leased
+
+
+def _leased_rank(store: Any, host_key: str) -> int | None:
+    """The back-queue rank of a host's leased head (the memory and SQLite stores' scheduler,
+    read from outside: a measurement, not an API), or ``None``."""
+    held = getattr(getattr(store, "_sched", None), "_held", {}).get(host_key)
+    return None if held is None else int(held.leased_rank)
 
 
 class TracingStore:
@@ -95,6 +107,8 @@ class TracingStore:
         returned = time.time()
         for lease in batch.leases:
             self._trace.leased[lease.url] = (called, returned, lease.host.next_allowed_at)
+            if (rank := _leased_rank(self._inner, lease.host_key)) is not None:
+                self._trace.ranks[lease.url] = rank
         self._trace.lease_calls.append((called, max_leases, len(batch.leases), batch.next_ready_at))
         return batch
 
@@ -226,6 +240,8 @@ def breakdown(
         parts["policy"].append((next_at - (c_end + row.required_s)) * 1000)
         parts["requeue"].append((due - next_at) * 1000)
         parts["dispatch"].append((leased[0] - due) * 1000)
+        if (rank := trace.ranks.get(url)) is not None:  # due -> leased, by the head's rank
+            parts[f"dispatch_rank{rank}"].append((leased[0] - due) * 1000)
         parts["lease_step"].append((leased[1] - leased[0]) * 1000)
         if leased[0] - due > 0.01:
             cause = _dispatch_cause(trace, due, leased[0])
@@ -241,6 +257,7 @@ def breakdown(
             "p50": round(_q(xs, 0.5), 1),
             "p90": round(_q(xs, 0.9), 1),
             "p99": round(_q(xs, 0.99), 1),
+            "max": round(max(xs), 1) if xs else None,
             "mean": round(statistics.fmean(xs), 1) if xs else None,
         }
     return out

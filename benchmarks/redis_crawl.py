@@ -10,7 +10,9 @@ Two modes, each printing one JSON object with ``--json``:
   every round); medians. Per run: ``pages_per_s`` (over the crawl's active window),
   ``cpu_s`` of the crawler processes (``wait4``), ``pages_per_cpu_s`` (pages/s per
   core: pages over the crawler CPU), the same with the Redis server's CPU counted
-  (``pages_per_cpu_s_with_server``), and the audit's violations;
+  (``pages_per_cpu_s_with_server``), the crawl-order score (``order_score``) and the
+  audit's violations. ``--web broad`` or ``politeness`` crawls compare_scrapy's web of
+  that name (its delay and concurrency) instead of the wide web of ``--hosts``;
 * ``cluster``: ``--fetchers`` processes on a 3-master, 3-replica cluster
   (``cluster-node-timeout 2000``, as the tests start it) crawling a finite web to
   its end, audited from the sandbox's request log; with ``--kill-after S`` the
@@ -24,6 +26,7 @@ Two modes, each printing one JSON object with ``--json``:
 
     python benchmarks/redis_crawl.py compare --hosts 2000 --seconds 30 --rounds 2 --json
     python benchmarks/redis_crawl.py compare --variant hiredis=DIR --json   # DIR: hiredis
+    python benchmarks/redis_crawl.py compare --web politeness --variant main=DIR --json
     python benchmarks/redis_crawl.py cluster --fetchers 4 --json
     python benchmarks/redis_crawl.py cluster --fetchers 4 --kill-after 3 --json
 
@@ -65,6 +68,7 @@ from compare_scrapy import (  # noqa: E402
     free_port,
     machine,
     run_measured,
+    scenarios,
     summarise,
 )
 from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec, SandboxWorld, audit, load_log  # noqa: E402
@@ -164,6 +168,7 @@ def one_run(
             "coverage",
             "violations",
             "violations_by_kind",
+            "order_score",
             "returncode",
             "sandbox_cpu_s",
         )
@@ -177,8 +182,13 @@ def one_run(
 
 
 def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    spec = dataclasses.replace(SandboxSpec.wide(args.hosts), port=free_port())
-    scenario = Scenario("wide", spec, purpose="the wide web", seconds=args.seconds)
+    if args.web == "wide":
+        spec = dataclasses.replace(SandboxSpec.wide(args.hosts), port=free_port())
+        scenario = Scenario("wide", spec, purpose="the wide web", seconds=args.seconds)
+    else:  # compare_scrapy's scenario of that name (its web, delay and concurrency)
+        scenario = scenarios(quick=False)[args.web]
+        spec = dataclasses.replace(scenario.spec, port=free_port())
+        scenario = dataclasses.replace(scenario, spec=spec, seconds=args.seconds)
     truth = CachedTruth(SandboxWorld(spec, spec.port))
     envs: dict[str, dict[str, str] | None] = {"local": None, "redis": None}
     for variant in args.variant:
@@ -209,7 +219,13 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
     medians = {
         label: {
             key: median(label, key)
-            for key in ("pages_per_s", "pages_per_cpu_s", "pages_per_cpu_s_with_server", "cpu_s")
+            for key in (
+                "pages_per_s",
+                "pages_per_cpu_s",
+                "pages_per_cpu_s_with_server",
+                "cpu_s",
+                "order_score",
+            )
         }
         for label in runs
     }
@@ -228,7 +244,8 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             )
         }
     return {
-        "hosts": args.hosts,
+        "web": args.web,
+        "hosts": spec.n_hosts,
         "seconds": args.seconds,
         "rounds": args.rounds,
         "redis_fetchers": args.fetchers,
@@ -426,6 +443,12 @@ def cluster_run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("mode", choices=("compare", "cluster"))
+    parser.add_argument(
+        "--web",
+        choices=("wide", "broad", "politeness"),
+        default="wide",
+        help="compare: the wide web of --hosts, or compare_scrapy's broad or politeness web",
+    )
     parser.add_argument("--hosts", type=int, default=2000, help="compare: the wide web's hosts")
     parser.add_argument("--seconds", type=float, default=30.0, help="compare: each crawl's time")
     parser.add_argument("--rounds", type=int, default=2, help="compare: alternated rounds")

@@ -639,9 +639,11 @@ async def test_revisit_keeps_budgets_and_retirement_and_marks_unknown_urls_seen(
 # -- order within a host: levels, the news lane, promotion ------------------------------------
 
 
-def _needs_host_order(store: FrontierStore) -> None:
+def _needs_hints(store: FrontierStore) -> None:
+    """Skip on the Redis store: a promotion of a URL whose host has URLs in the front tier
+    leaves no hint there (the take-in from the front tier is LEASE's; docs/frontier.md)."""
     if isinstance(store, RedisStore):
-        pytest.skip("the Redis store keeps FIFO back queues: no order by level within a host")
+        pytest.skip("the Redis store keeps no promotion hints for the front tier")
 
 
 async def _held(store: FrontierStore, host: str) -> Lease:
@@ -654,7 +656,6 @@ async def _held(store: FrontierStore, host: str) -> Lease:
 
 async def test_a_host_serves_its_better_levels_first(make: MakeStore) -> None:
     store = make(QueueConfig(levels=3))
-    _needs_host_order(store)
     seed = await _held(store, "a.test")
     found = [url("a.test", f"p{i}", level=level) for i, level in enumerate((2, 0, 1, 0, 2, 1))]
     assert await store.complete(seed, seed.host, found, T0, NO_BUDGET) == [AddStatus.QUEUED] * 6
@@ -753,7 +754,6 @@ async def test_a_news_revisit_through_the_front_tier_goes_first_in_its_host(
 
 async def test_promote_moves_a_queued_url_to_the_tail_of_its_new_level(make: MakeStore) -> None:
     store = make(QueueConfig(levels=3))
-    _needs_host_order(store)
     seed = await _held(store, "a.test")
     found = [url("a.test", f"p{i}", level=2) for i in range(5)] + [url("a.test", "q", level=1)]
     await store.complete(seed, seed.host, found, T0, NO_BUDGET)
@@ -771,7 +771,6 @@ async def test_promote_moves_a_queued_url_to_the_tail_of_its_new_level(make: Mak
 
 async def test_promote_never_queues_a_leased_fetched_or_unknown_url(make: MakeStore) -> None:
     store = make(QueueConfig(levels=3))
-    _needs_host_order(store)
     seed = await _held(store, "a.test")
     found = [url("a.test", f"p{i}", level=2) for i in range(3)]
     await store.complete(seed, seed.host, found, T0, NO_BUDGET)
@@ -793,7 +792,6 @@ async def test_promote_never_queues_a_leased_fetched_or_unknown_url(make: MakeSt
 
 async def test_a_lifted_link_seen_before_is_promoted_by_complete(make: MakeStore) -> None:
     store = make(QueueConfig(levels=3))
-    _needs_host_order(store)
     seed = await _held(store, "a.test")
     found = [url("a.test", f"p{i}", level=2) for i in range(3)]
     await store.complete(seed, seed.host, found, T0, NO_BUDGET)
@@ -806,11 +804,53 @@ async def test_a_lifted_link_seen_before_is_promoted_by_complete(make: MakeStore
     assert await drain(store) == ["http://a.test/p2", "http://a.test/p1"]
 
 
+async def test_a_better_url_never_displaces_a_leased_head(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3))
+    seed = await _held(store, "a.test")
+    found = [url("a.test", f"p{i}", level=2) for i in range(3)]
+    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    leased = await lease_one(store)
+    assert leased.url == "http://a.test/p0"
+    # while p0 is leased: a better URL arrives, another is promoted past it
+    assert await store.add([url("a.test", "q", level=0)], T0, NO_BUDGET) == [AddStatus.QUEUED]
+    assert await store.promote([url("a.test", "p2", level=1)], T0) == [True]
+    await done(store, leased)  # removes p0, the URL leased, not the better head
+    assert await drain(store) == [f"http://a.test/{p}" for p in ("q", "p2", "p1")]
+    assert (await store.counts(T0)).queued == 0
+
+
+async def test_a_released_url_goes_back_to_the_head_of_its_level(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3))
+    seed = await _held(store, "a.test")
+    found = [url("a.test", f"p{i}", level=2) for i in range(2)]
+    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    leased = await lease_one(store)
+    await store.add([url("a.test", "q", level=1)], T0, NO_BUDGET)
+    assert await store.release(leased, None, T0, failed=True)
+    # q arrived while p0 was leased: it goes first, p0 keeps the head of level 2
+    served = []
+    for _ in range(3):
+        lease = await lease_one(store)
+        served.append((lease.url, lease.attempts))
+        await done(store, lease)
+    assert served == [("http://a.test/q", 0), ("http://a.test/p0", 1), ("http://a.test/p1", 0)]
+
+
+async def test_a_lifted_link_added_again_is_promoted_by_add(make: MakeStore) -> None:
+    store = make(QueueConfig(levels=3))
+    seed = await _held(store, "a.test")
+    found = [url("a.test", f"p{i}", level=2) for i in range(3)]
+    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    lifted = replace(url("a.test", "p1", level=1), lift=True)
+    assert await store.add([lifted], T0, NO_BUDGET) == [AddStatus.SEEN]
+    assert await drain(store) == [f"http://a.test/{p}" for p in ("p1", "p0", "p2")]
+
+
 async def test_a_url_in_the_front_tier_takes_its_promotion_into_its_back_queue(
     make: MakeStore,
 ) -> None:
     store = make(QueueConfig(levels=3, max_back_queues=3))
-    _needs_host_order(store)
+    _needs_hints(store)
     # b.test is not held: its URLs wait in the front tier until a lease takes them in
     first = await _held(store, "a.test")
     waiting = [url("b.test", f"p{i}", 2) for i in range(3)]

@@ -197,6 +197,34 @@ async def test_discoveries_in_other_shards_are_fenced_with_the_lease(
         await store.aclose()
 
 
+async def test_a_lifted_link_from_another_shard_promotes_its_url(crawl: tuple[str, str]) -> None:
+    store = fetcher(crawl)
+    try:
+        b = "b.test"
+        a = next(f"a{i}.test" for i in range(99) if shard_of(f"a{i}.test", 16) != shard_of(b, 16))
+        seeds = [QueuedUrl(f"http://{h}/", h, 0) for h in (a, b)]
+        await store.add(seeds, 0.0, NO_BUDGET)
+        leases: dict[str, Lease] = {}
+        for _ in range(50):  # a lease visits one due shard of the two
+            if len(leases) == 2:
+                break
+            leases |= {lease.host_key: lease for lease in (await store.lease(0.0, 30.0, 2)).leases}
+        assert sorted(leases) == sorted((a, b))
+        pages = [QueuedUrl(f"http://{b}/p{i}", b, 2, 1) for i in range(3)]
+        first = leases[b]
+        assert (
+            await store.complete(first, first.host, pages, 0.0, NO_BUDGET) == [AddStatus.QUEUED] * 3
+        )
+        # a page of the other shard links p2 again, and that in-link lifts it to level 0
+        lifted = replace(pages[2], level=0, depth=1, lift=True)
+        other = leases[a]
+        assert await store.complete(other, other.host, [lifted], 0.0, NO_BUDGET) == [AddStatus.SEEN]
+        served = [lease.url for lease in await drain([store], 0.0)]
+        assert served == [f"http://{b}/p{i}" for i in (2, 0, 1)]
+    finally:
+        await store.aclose()
+
+
 async def test_the_bloom_seen_set_grows_layers_and_keeps_its_error_bound() -> None:
     layout = RedisLayout(shards=1, bloom_capacity=200, bloom_error=0.01)
     store = DisposableRedisStore(

@@ -1,10 +1,10 @@
-"""Link admission: a known URL whose new in-links lift its level gets a lift entry."""
+"""Link admission: lifts of known URLs, and the links a partition forwards with their cash."""
 
 from __future__ import annotations
 
 from courtly.crawl.links import LinkAdmission
 from courtly.fetch.records import FetchResult
-from courtly.frontier.records import AddStatus
+from courtly.frontier.records import AddStatus, QueuedUrl
 from courtly.url import DEFAULT_PARAMS, Scope
 
 
@@ -35,3 +35,65 @@ def test_a_lift_is_judged_at_the_depth_the_url_was_queued_with() -> None:
     # cash, all these pages' own, counts too): the store can move it up
     assert [(entry.lift, entry.depth) for entry in lifts] == [(True, 1)]
     assert lifts[0].level < target.level
+
+
+def _admission(owns: str | None = None) -> LinkAdmission:
+    links = LinkAdmission(
+        params=DEFAULT_PARAMS,
+        host_key=lambda url: url.split("/")[2],
+        levels=4,
+        robots_token="courtly",
+    )
+    links.scope = Scope.from_seeds(["http://a.test/"], "any")
+    if owns is not None:
+        links.owns = lambda key: key == owns
+    return links
+
+
+def test_a_partition_forwards_every_link_to_another_partitions_host_with_its_cash() -> None:
+    """Partition A (a.test) reads pages linking to b.test; B credits what A forwards. B's
+    tables for b.test's URLs then hold what one crawl reading every page would hold."""
+    whole, part_a, part_b = _admission(), _admission("a.test"), _admission("b.test")
+    targets = ["http://b.test/t", "http://b.test/u"]
+    pages = [("http://a.test/", 0, ["/p0", "/p1", "/p2", *targets])] + [
+        (f"http://a.test/p{i}", 1, ["/", "http://b.test/t"]) for i in range(3)
+    ]
+    whole_b: list[tuple[str, int, bool]] = []
+    offered_b: list[tuple[str, int, bool]] = []
+    for page, depth, hrefs in pages:
+        facts = whole.read(page, depth, _page(page, hrefs))
+        whole.note(facts.queued, [AddStatus.QUEUED] * len(facts.queued))
+        whole_b += [(e.url, e.depth, e.lift) for e in facts.queued if e.host_key == "b.test"]
+        facts_a = part_a.read(page, depth, _page(page, hrefs))
+        assert all(e.host_key == "a.test" for e in facts_a.queued)
+        # every link to b.test goes to its owner, known there or not, with a share each
+        assert sorted(e.url for e in facts_a.forwarded) == sorted(
+            u for u in facts.links if u.startswith("http://b.test/")
+        )
+        assert len(facts_a.forwarded_cash) == len(facts_a.forwarded)
+        part_a.note(facts_a.queued, [AddStatus.QUEUED] * len(facts_a.queued))
+        part_a.note_forwarded(facts_a.forwarded)
+        referrers: list[str | None] = [page] * len(facts_a.forwarded)
+        offers, _ = part_b.credit(facts_a.forwarded, referrers, facts_a.forwarded_cash)
+        part_b.note(offers, [AddStatus.QUEUED] * len(offers))
+        offered_b += [(e.url, e.depth, e.lift) for e in offers]
+    for url in targets:
+        assert part_b.importance.peek(url, "b.test")[0] == whole.importance.peek(url, "b.test")[0]
+        assert part_b.importance.cash(url) == whole.importance.cash(url) > 0
+        assert part_a.importance.peek(url, "b.test")[0] == 0  # not counted where read
+    # host quality: links into b.test from other hosts, counted by b.test's owner
+    assert (
+        part_b.importance.peek(targets[0], "b.test")[2]
+        == (whole.importance.peek(targets[0], "b.test")[2])
+    )
+    # the same URLs offered, and the same lifts (t's 2nd and 4th in-links), at the same depths
+    assert offered_b == whole_b
+    assert [lift for _, _, lift in offered_b].count(True) >= 1
+
+
+def test_credit_offers_entries_without_cash_as_they_came() -> None:
+    part_b = _admission("b.test")
+    entry = QueuedUrl("http://b.test/sitemap.xml", "b.test", 1, 1)
+    offers, referrers = part_b.credit([entry], [None], [None])
+    assert (offers, referrers) == ([entry], [None])
+    assert part_b.importance.peek(entry.url, "b.test")[0] == 0

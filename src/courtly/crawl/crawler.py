@@ -155,6 +155,8 @@ class Crawler:
             levels=fconfig.queues.levels,
             robots_token=product_token(config.user_agent),
         )
+        if partition is not None:  # a URL's importance is learnt by the partition owning it
+            self._links.owns = partition.owns
         self.recrawl: Recrawl | None = None
         if config.recrawl:
             from courtly.recrawl import Recrawl
@@ -633,8 +635,17 @@ class Crawler:
 
     # -- partitions -----------------------------------------------------------
 
-    async def _forward(self, entries: Sequence[QueuedUrl], referrer: str | None) -> list[QueuedUrl]:
-        """Forward the entries other partitions own (durably); return the ones owned here."""
+    async def _forward(
+        self,
+        entries: Sequence[QueuedUrl],
+        referrer: str | None,
+        links: Sequence[QueuedUrl] = (),
+        cash: Sequence[float] = (),
+    ) -> list[QueuedUrl]:
+        """Forward the entries other partitions own (durably); return the ones owned here.
+
+        ``links`` (with their ``cash``): a page's links to other partitions' hosts, each
+        an in-link its owner credits (:meth:`LinkAdmission.credit`), all forwarded."""
         assert self._partition is not None
         owns = self._partition.owns
         mine = [entry for entry in entries if owns(entry.host_key)]
@@ -642,13 +653,27 @@ class Crawler:
             theirs = [e for e in entries if not owns(e.host_key)]
             await self._partition.forward(theirs, referrer)
             self._links.note_forwarded(theirs)
+        if links:
+            await self._partition.forward(links, referrer, cash)
+            self._links.note_forwarded(links)
         return mine
 
     async def add_forwarded(
-        self, entries: Sequence[QueuedUrl], referrers: Sequence[str | None]
+        self,
+        entries: Sequence[QueuedUrl],
+        referrers: Sequence[str | None],
+        cash: Sequence[float | None] | None = None,
     ) -> list[AddStatus]:
         """Queue URLs another partition found (each with the page it was found on, if
-        any) and catalogue the new ones, as if found here; wakes idle workers."""
+        any) and catalogue the new ones, as if found here; wakes idle workers.
+
+        With ``cash`` (the share of its page's cash each link carries, ``None`` for an
+        entry without), each link is first credited to this partition's importance
+        tables and its level judged here (:meth:`LinkAdmission.credit`): the statuses are
+        then those of the entries offered (new URLs, and known ones whose level a link
+        lifted), not one per entry."""
+        if cash is not None:
+            entries, referrers = self._links.credit(entries, referrers, cash)
         statuses = await self.frontier.add_queued(entries)
         await self._record_discoveries(referrers, entries, statuses)
         self._links.note(entries, statuses)

@@ -28,7 +28,7 @@ a URL found again one link deeper would otherwise seem no better than it was.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.errors import InvalidURL
@@ -70,6 +70,12 @@ class PageFacts:
     canonical: str | None
     chains: dict[str, int]
     """The walk chain of each admitted link that is a walk step (``courtly.frontier.traps``)."""
+    forwarded: list[QueuedUrl] = field(default_factory=list)
+    """In a partitioned crawl (:attr:`LinkAdmission.owns` set): an entry for every admitted
+    link to another partition's host, known or not (each is an in-link its owner counts),
+    at the depth the URL was first queued with when it is known here; not in ``queued``."""
+    forwarded_cash: list[float] = field(default_factory=list)
+    """The share of the page's OPIC cash each ``forwarded`` link carries to its owner."""
 
 
 class LinkAdmission:
@@ -89,6 +95,8 @@ class LinkAdmission:
         max_known: int = 2_000_000,
     ) -> None:
         self.scope: Scope | None = None
+        self.owns: Callable[[str], bool] | None = None
+        """Set in a partitioned crawl: does this process own a host key? (see :meth:`credit`)"""
         self.importance = Importance()  # OPIC cash, in-links, host quality of new URLs
         self.walks = WalkGuard()  # link chains walking one URL template (calendars...)
         self.sitemaps: set[str] = set()
@@ -166,9 +174,21 @@ class LinkAdmission:
                 if follow:
                     urls.extend(link.url for link in page.followable())
         links = tuple(dict.fromkeys(urls))
-        queued, skipped, chains = self._admit(page_url, depth + 1, links, reasons)
+        forwarded: list[QueuedUrl] = []
+        cash: list[float] = []
+        queued, skipped, chains = self._admit(page_url, depth + 1, links, reasons, forwarded, cash)
         return PageFacts(
-            links, queued, skipped, reasons, redirect_to, title, noindex, canonical, chains
+            links,
+            queued,
+            skipped,
+            reasons,
+            redirect_to,
+            title,
+            noindex,
+            canonical,
+            chains,
+            forwarded,
+            cash,
         )
 
     def _sitemap_urls(self, result: FetchResult, joiner: UrlJoiner, urls: list[str]) -> None:
@@ -182,9 +202,17 @@ class LinkAdmission:
                 urls.append(url)
 
     def _admit(
-        self, page_url: str, depth: int, links: Sequence[str], reasons: list[str]
+        self,
+        page_url: str,
+        depth: int,
+        links: Sequence[str],
+        reasons: list[str],
+        forwarded: list[QueuedUrl],
+        cash: list[float],
     ) -> tuple[list[QueuedUrl], list[CatalogueEntry], dict[str, int]]:
-        """Check each distinct link; entries for the admitted ones not known already."""
+        """Check each distinct link; entries for the admitted ones not known already (and,
+        with :attr:`owns` set, every admitted link to another partition's host in
+        ``forwarded``, its share of the page's cash in ``cash``)."""
         scope = self.scope
         assert scope is not None
         check, traps, trap_reason = scope.check, self._traps, _trap_reason
@@ -219,7 +247,10 @@ class LinkAdmission:
             return queued, skipped, chains
         hosts = [authority_of_canonical(url) for url in admitted]
         pairs = list(zip(admitted, hosts, strict=True))
-        importance.read(page_url, authority_of_canonical(page_url), pairs)
+        if self.owns is not None:
+            pairs, fresh = self._split_off(page_url, depth, pairs, fresh, forwarded, cash)
+        else:
+            importance.read(page_url, authority_of_canonical(page_url), pairs)
         admit, host_key, levels = importance.admit, self._host_key, self._levels
         for (url, host), is_new in zip(pairs, fresh, strict=True):
             if not is_new:
@@ -235,6 +266,88 @@ class LinkAdmission:
             level = level_of(depth, inlinks, quality, cash_ratio, levels)
             queued.append(QueuedUrl(url, key, level, depth))
         return queued, skipped, chains
+
+    def _split_off(
+        self,
+        page_url: str,
+        depth: int,
+        pairs: list[tuple[str, str]],
+        fresh: list[bool],
+        forwarded: list[QueuedUrl],
+        cash: list[float],
+    ) -> tuple[list[tuple[str, str]], list[bool]]:
+        """Spend the page's cash over all its admitted links, crediting here only those this
+        partition owns; the others go to ``forwarded`` with their share. The pairs and
+        flags left are this partition's."""
+        owns, host_key, known = self.owns, self._host_key, self._known
+        assert owns is not None
+        elsewhere: list[bool] = []
+        keys: list[str | None] = []
+        for url, _ in pairs:
+            try:
+                key: str | None = host_key(url)
+            except InvalidURL:
+                key = None  # judged below as a link of this partition: "invalid"
+            keys.append(key)
+            elsewhere.append(key is not None and not owns(key))
+        if not any(elsewhere):
+            self.importance.read(page_url, authority_of_canonical(page_url), pairs)
+            return pairs, fresh
+        share = self.importance.read(page_url, authority_of_canonical(page_url), pairs, elsewhere)
+        base = level_of(depth, 0, 0.0, 1.0, self._levels)  # the owner judges the level
+        mine: list[tuple[str, str]] = []
+        mine_fresh: list[bool] = []
+        for pair, is_new, key, away in zip(pairs, fresh, keys, elsewhere, strict=True):
+            if away:
+                assert key is not None
+                url = pair[0]
+                forwarded.append(QueuedUrl(url, key, base, known.get(url, depth)))
+                cash.append(share)
+            else:
+                mine.append(pair)
+                mine_fresh.append(is_new)
+        return mine, mine_fresh
+
+    # -- links another partition read ------------------------------------------------------
+
+    def credit(
+        self,
+        entries: Sequence[QueuedUrl],
+        referrers: Sequence[str | None],
+        cash: Sequence[float | None],
+    ) -> tuple[list[QueuedUrl], list[str | None]]:
+        """Links to this partition's URLs that another partition read (each with its page and
+        its share of that page's cash, ``None`` for a line written without one): credit
+        each to the importance tables as if the link were read here, then the entries to
+        offer the store, with their referrers: a URL not known here at the level judged
+        now (its in-links and cash from every partition), a known one only if this link
+        lifted its level (``lift`` set), at the depth it was first queued with.
+
+        The sender checked scope, traps and walks; an entry without cash (a sitemap's, or
+        a line of an older version) is offered as it came."""
+        importance, known, levels = self.importance, self._known, self._levels
+        offers: list[QueuedUrl] = []
+        offer_referrers: list[str | None] = []
+        for entry, referrer, share in zip(entries, referrers, cash, strict=True):
+            if share is None or referrer is None:
+                offers.append(entry)
+                offer_referrers.append(referrer)
+                continue
+            url = entry.url
+            host = authority_of_canonical(url)
+            cross = authority_of_canonical(referrer) != host
+            importance.credit(url, host, share, cross_host=cross)
+            depth = known.get(url)
+            if depth is not None:
+                if (lifted := self._lifted(url, host, depth)) is not None:
+                    offers.append(lifted)
+                    offer_referrers.append(referrer)
+                continue
+            inlinks, cash_ratio, quality = importance.admit(url, host)
+            level = level_of(entry.depth, inlinks, quality, cash_ratio, levels)
+            offers.append(replace(entry, level=level))
+            offer_referrers.append(referrer)
+        return offers, offer_referrers
 
     def _lifted(self, url: str, host: str, depth: int) -> QueuedUrl | None:
         """An entry for a known URL whose in-link just counted lifted its level (the store

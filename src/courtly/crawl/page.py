@@ -49,8 +49,12 @@ __all__ = ["PagePipeline", "drop_reasons"]
 
 log = logging.getLogger("courtly.crawl")
 
-Forward = Callable[[Sequence[QueuedUrl], str | None], Awaitable[list[QueuedUrl]]]
-"""Hand the entries another partition owns to it (durably); return the ones owned here."""
+Forward = Callable[
+    [Sequence[QueuedUrl], str | None, Sequence[QueuedUrl], Sequence[float]],
+    Awaitable[list[QueuedUrl]],
+]
+"""Hand the entries another partition owns to it (durably), and a page's links to other
+partitions' hosts with their cash (``PageFacts.forwarded``); return the ones owned here."""
 
 
 class PagePipeline:
@@ -147,8 +151,10 @@ class PagePipeline:
         facts = self._links.read(lease.url, lease.depth, result, follow=follow)
         publish(PageDone(result.ended_at, host_key, status, facts.redirect_to is not None))
         discovered = facts.queued
-        if self._forward is not None and discovered:
-            discovered = await self._forward(discovered, lease.url)
+        if self._forward is not None and (discovered or facts.forwarded):
+            discovered = await self._forward(
+                discovered, lease.url, facts.forwarded, facts.forwarded_cash
+            )
         page_entry = CatalogueEntry(
             lease.url,
             status=status,

@@ -99,7 +99,17 @@ class Partition(Protocol):
 
     def owns(self, host_key: str) -> bool: ...
 
-    async def forward(self, entries: Sequence[QueuedUrl], referrer: str | None) -> None: ...
+    async def forward(
+        self,
+        entries: Sequence[QueuedUrl],
+        referrer: str | None,
+        cash: Sequence[float] | None = None,
+    ) -> None:
+        """Make ``entries`` durable for their owners. With ``cash`` (one share of the
+        referrer's OPIC cash per entry) each entry is one link read on ``referrer``,
+        forwarded however often its URL was: the owner counts it (see
+        :meth:`courtly.crawl.links.LinkAdmission.credit`)."""
+        ...
 
     async def serve(self, crawler: Crawler) -> None: ...
 

@@ -43,6 +43,11 @@ class QueueConfig:
     activation_scan: int = 256
     """Front-tier URLs one lease may pop to take in hosts (at least 4 per lease asked
     for), so that no lease scans the whole front tier."""
+    max_due_wait_s: float = 10.0
+    """Ageing among due hosts: a lease serves the due host with the best head rank, but
+    a host due for longer than this goes first, oldest first
+    (:func:`courtly.store.scheduler.is_aged`), so no rank waits indefinitely behind
+    better ones in a crawl bound by its fetchers. ``inf`` turns ageing off."""
 
     def __post_init__(self) -> None:
         if self.levels < 1:
@@ -57,6 +62,8 @@ class QueueConfig:
             raise ValueError("inactive_after_s must be >= 0")
         if self.activation_scan < 1:
             raise ValueError("activation_scan must be >= 1")
+        if not self.max_due_wait_s >= 0:
+            raise ValueError("max_due_wait_s must be >= 0")
 
     @property
     def weights(self) -> tuple[float, ...]:

@@ -17,6 +17,12 @@ level, 1/2 or less drops it one). The level is chosen when a URL is admitted; wh
 queued URL's next in-link lifts its level, the link carries ``lift`` and the store
 promotes it (:meth:`~courtly.store.base.FrontierStore.promote`; see docs/frontier.md).
 
+**Across partitions** (``--processes N``): a URL's tables live with the partition that
+owns its host. A page's links to another partition's hosts are split into the page's
+cash like any (:meth:`Importance.read` with ``elsewhere``), not credited where the page
+was read, and forwarded with their share; the owner credits them
+(:meth:`Importance.credit`) and judges the level itself, as if it had read the link.
+
 Memory: one float and one count per URL linked (queued or not) and one count per host, in
 the crawl process; the tables are emptied when they hold ``max_urls`` URLs (the estimate
 restarts, the crawl goes on). A crawl with a state directory saves the per-host counts
@@ -113,22 +119,48 @@ class Importance:
         self.read(page, authority_of_canonical(page), list(zip(links, hosts, strict=True)))
         return [self.signals(url, host) for url, host in zip(links, hosts, strict=True)]
 
-    def read(self, page: str, page_host: str, links: Sequence[tuple[str, str]]) -> None:
-        """Spend ``page``'s cash on its distinct ``links`` (``(url, host)`` pairs)."""
+    def read(
+        self,
+        page: str,
+        page_host: str,
+        links: Sequence[tuple[str, str]],
+        elsewhere: Sequence[bool] | None = None,
+    ) -> float:
+        """Spend ``page``'s cash on its distinct ``links`` (``(url, host)`` pairs); the
+        share each link gets (0 if there are none).
+
+        ``elsewhere[i]``: link ``i``'s URL is another partition's (``--processes``): its
+        share is counted in the split but not credited here; the caller forwards it
+        with the link to the URL's owner, who credits it (:meth:`credit`)."""
         config = self._config
         cash = self._cash.pop(page, 0.0) + config.base_cash
         if not links:
-            return
+            return 0.0
         if len(self._cash) + len(links) > config.max_urls:
             self._cash.clear()
             self._inlinks.clear()
         share = cash / len(links)
         table, inlinks, host_links = self._cash, self._inlinks, self._host_links
-        for url, host in links:
+        for i, (url, host) in enumerate(links):
+            if elsewhere is not None and elsewhere[i]:
+                continue
             table[url] = table.get(url, 0.0) + share
             inlinks[url] += 1
             if host != page_host:
                 host_links[host] += 1
+        return share
+
+    def credit(self, url: str, host: str, share: float, *, cross_host: bool) -> None:
+        """One link to ``url`` read by another partition, with the ``share`` of its page's
+        cash that :meth:`read` left for it there (``cross_host``: the page is of another
+        host). The same tables as a link read here."""
+        if len(self._cash) >= self._config.max_urls:
+            self._cash.clear()
+            self._inlinks.clear()
+        self._cash[url] = self._cash.get(url, 0.0) + share
+        self._inlinks[url] += 1
+        if cross_host:
+            self._host_links[host] += 1
 
     def signals(self, url: str, host: str) -> ImportanceSignals:
         """The prioritiser's inputs for ``url`` now; counts it as admitted (for the mean)."""

@@ -2,7 +2,9 @@
 
 ``STATE/part-<j>-of-<N>/inbox/from-<i>.jsonl`` holds what partition ``i`` forwarded
 to partition ``j``, one JSON line per page and destination (``[referrer, [[url,
-host_key, level, depth], ...]]``). The writer (:class:`Outbox`) only appends whole
+host_key, level, depth], ...]]``; a page's links carry a fifth item, the share of the
+page's OPIC cash the link passes on: ``[url, host_key, level, depth, cash]``, see
+:meth:`courtly.crawl.links.LinkAdmission.credit`). The writer (:class:`Outbox`) only appends whole
 lines; the reader (:class:`Inbox`) only consumes whole lines, from offsets its
 store keeps.
 """
@@ -107,6 +109,8 @@ class InboxChunk:
     end_offset: int
     entries: list[QueuedUrl]
     referrers: list[str | None]
+    cash: list[float | None]
+    """Each entry's share of its page's cash (``None`` for an entry sent without)."""
 
 
 class Inbox:
@@ -154,9 +158,10 @@ class Inbox:
                     continue
             entries: list[QueuedUrl] = []
             referrers: list[str | None] = []
+            cash: list[float | None] = []
             for line in data[: cut + 1].splitlines():
-                decode_line(line, entries, referrers)
-            chunks.append(InboxChunk(source, offset + cut + 1, entries, referrers))
+                decode_line(line, entries, referrers, cash)
+            chunks.append(InboxChunk(source, offset + cut + 1, entries, referrers, cash))
         return chunks
 
     def consume(self, source: int, end_offset: int) -> None:
@@ -183,16 +188,35 @@ def _read_line(fd: int, offset: int) -> bytes:
         offset += len(data)
 
 
-def encode_line(referrer: str | None, entries: Iterable[QueuedUrl]) -> bytes:
-    items = [[e.url, e.host_key, e.level, e.depth] for e in entries]
+def encode_line(
+    referrer: str | None, entries: Iterable[QueuedUrl], cash: Sequence[float] | None = None
+) -> bytes:
+    """One inbox line; with ``cash``, one share per entry (a fifth item each)."""
+    items: list[list[object]] = [[e.url, e.host_key, e.level, e.depth] for e in entries]
+    if cash is not None:
+        for item, share in zip(items, cash, strict=True):
+            item.append(share)
     return (json.dumps([referrer, items], separators=(",", ":")) + "\n").encode("utf-8")
 
 
-def decode_line(line: bytes, entries: list[QueuedUrl], referrers: list[str | None]) -> None:
+def decode_line(
+    line: bytes,
+    entries: list[QueuedUrl],
+    referrers: list[str | None],
+    cash: list[float | None] | None = None,
+) -> None:
+    """Append a line's entries, their referrer and (into ``cash``) their shares."""
     try:
         referrer, items = json.loads(line)
-        for url, key, level, depth in items:
-            entries.append(QueuedUrl(str(url), str(key), int(level), int(depth)))
-            referrers.append(None if referrer is None else str(referrer))
+        decoded: list[tuple[QueuedUrl, float | None]] = []
+        for url, key, level, depth, *share in items:
+            entry = QueuedUrl(str(url), str(key), int(level), int(depth))
+            decoded.append((entry, float(share[0]) if share else None))
     except (ValueError, TypeError) as error:
         log.warning("skipping an unreadable inbox line (%s): %r", error, line[:200])
+        return
+    for entry, share in decoded:
+        entries.append(entry)
+        referrers.append(None if referrer is None else str(referrer))
+        if cash is not None:
+            cash.append(share)

@@ -75,19 +75,31 @@ class HostPartition:
     def owns(self, host_key: str) -> bool:
         return stable_hash(host_key) % self.processes == self.index
 
-    async def forward(self, entries: Sequence[QueuedUrl], referrer: str | None) -> None:
-        """Append ``entries`` to their owners' inboxes; durable on return (see the module doc)."""
+    async def forward(
+        self,
+        entries: Sequence[QueuedUrl],
+        referrer: str | None,
+        cash: Sequence[float] | None = None,
+    ) -> None:
+        """Append ``entries`` to their owners' inboxes; durable on return (see the module
+        doc). With ``cash`` every entry is sent (each is an in-link its owner counts),
+        with its share; without, a URL sent recently is not sent again."""
         groups: dict[int, list[QueuedUrl]] = {}
+        shares: dict[int, list[float]] = {}
         recent = self._recent
-        for entry in entries:
-            if entry.url in recent:
+        for i, entry in enumerate(entries):
+            dest = partition_of(entry.host_key, self.processes)
+            if cash is not None:
+                shares.setdefault(dest, []).append(cash[i])
+            elif entry.url in recent:
                 continue
-            recent[entry.url] = None
-            if len(recent) > self._forget_after:
-                recent.popitem(last=False)
-            groups.setdefault(partition_of(entry.host_key, self.processes), []).append(entry)
+            else:
+                recent[entry.url] = None
+                if len(recent) > self._forget_after:
+                    recent.popitem(last=False)
+            groups.setdefault(dest, []).append(entry)
         for dest, group in groups.items():
-            self.outbox.append(dest, encode_line(referrer, group))
+            self.outbox.append(dest, encode_line(referrer, group, shares.get(dest)))
             self._appends += 1
         if groups and self._fsync:
             await self._sync(self._appends)
@@ -166,7 +178,7 @@ class HostPartition:
         chunks = self.read_inbox()
         for chunk in chunks:
             if chunk.entries:
-                await crawler.add_forwarded(chunk.entries, chunk.referrers)
+                await crawler.add_forwarded(chunk.entries, chunk.referrers, chunk.cash)
             await self.consumed_to(store, chunk.source, chunk.end_offset)
         return bool(chunks)
 

@@ -98,8 +98,7 @@ class FrontierStore(Protocol):
         refused) but the seen-set is not asked, so a URL seen before is ``QUEUED``
         again; an unknown URL is marked seen as well. The caller offers a URL only
         while it is not queued (once per due time). A revisit at level 0 is in the news
-        lane: it goes first in its host's back queue, before every other level (not on
-        Redis yet, where a host's back queue stays first in, first out).
+        lane: it goes first in its host's back queue, before every other level.
         """
         ...
 

@@ -58,6 +58,14 @@ release after a failed attempt counts it on the head URL (``back_retry``); the
 count comes back with the URL's next lease. Whether to retry is the caller's
 policy (:mod:`courtly.frontier.retry`), not the scheduler's.
 
+**Ageing.** Ready hosts whose time has come wait in a *due heap* keyed by their head
+rank, then by time due, so a lease serves the best head first. A host due for longer
+than ``max_due_wait_s`` (:func:`is_aged`) goes first instead, oldest first: a lease
+first serves every aged host (by the order they became due), then the due heap. So in a
+crawl bound by its fetchers a host with a poor head waits at most ``max_due_wait_s``
+past its time plus the time to the next lease, however many better hosts keep coming
+due; below that bound, priority decides.
+
 **Retirement.** A host whose new state is retired loses its queued URLs: each is
 catalogued with ``skip_reason = "host_retired:<reason>"`` (those still in the
 front tier when they are popped).
@@ -65,7 +73,9 @@ front tier when they are popped).
 
 from __future__ import annotations
 
+import enum
 import heapq
+from collections import deque
 from collections.abc import Sequence
 from typing import Final, Protocol
 
@@ -74,7 +84,17 @@ from courtly.frontier.budget import BudgetConfig, is_over_queue_budget
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
-__all__ = ["MAX_HINTS", "HostRow", "QueueRows", "Scheduler", "back_ranks", "retired_skip_reason"]
+__all__ = [
+    "MAX_HINTS",
+    "HostRow",
+    "Promotion",
+    "QueueRows",
+    "Scheduler",
+    "back_ranks",
+    "is_aged",
+    "promotion_of",
+    "retired_skip_reason",
+]
 
 _LEASE_SCAN_PER_LEASE: Final = 4
 """Front pops allowed per lease asked for, beyond ``activation_scan``."""
@@ -97,6 +117,39 @@ def back_ranks(levels: int) -> int:
 def rank_of(level: int, levels: int) -> int:
     """The back-queue rank of a URL of front level ``level`` (clamped into range)."""
     return 1 + min(max(level, 0), levels - 1)
+
+
+class Promotion(enum.Enum):
+    """What a promotion does to a queued URL (:func:`promotion_of`)."""
+
+    NONE = "none"
+    """Leased: never re-queued, never moved."""
+    HINT = "hint"
+    """Some of the host's URLs wait in the front tier, maybe this one: moving a back-queue
+    URL now could pass a URL of its new level still in the front, so the URL gets a hint
+    for when it is taken in (the local stores; Redis keeps none, see docs/frontier.md)."""
+    MOVE = "move"
+    """Every URL of the host is in its back queue: the URL, if found there at a worse
+    rank (never the leased head), leaves it for the tail of the new rank."""
+
+
+def promotion_of(leased: bool, queued: int, in_back: int) -> Promotion:
+    """The promotion rule (module doc, *Promotion*), for a URL of a host that has
+    ``queued`` URLs in all (front and back, a leased head included) of which ``in_back``
+    are in its back queue; ``leased``: the URL is the host's leased head. The one
+    definition: :meth:`Scheduler.promote` runs it, the Redis prelude's ``promote_url``
+    mirrors it step for step."""
+    if leased:
+        return Promotion.NONE
+    if queued > in_back:
+        return Promotion.HINT
+    return Promotion.MOVE
+
+
+def is_aged(due_at: float, now_at: float, max_due_wait_s: float) -> bool:
+    """The ageing rule among due hosts: a host due since ``due_at`` has waited past its
+    time long enough to go before hosts with better heads (module doc, *Ageing*)."""
+    return now_at - due_at > max_due_wait_s
 
 
 def retired_skip_reason(reason: str) -> str:
@@ -199,7 +252,17 @@ class _Held:
     does), and its live entry in the due heap (``due``: its sequence number, 0 if none;
     ``due_rank``: the head rank that entry was pushed with)."""
 
-    __slots__ = ("active", "due", "due_at", "due_rank", "leased_rank", "length", "ranks")
+    __slots__ = (
+        "active",
+        "due",
+        "due_at",
+        "due_rank",
+        "episode",
+        "leased_rank",
+        "length",
+        "placed_at",
+        "ranks",
+    )
 
     def __init__(self, ranks: list[int]) -> None:
         self.ranks = ranks
@@ -209,6 +272,8 @@ class _Held:
         self.due = 0
         self.due_rank = 0
         self.due_at = 0.0
+        self.episode = 0  # counts the host's turns in the due heap (the ageing queue's check)
+        self.placed_at = float("-inf")  # when it last went into the ready or wake heap
 
     def head_rank(self) -> int:
         """The rank of the head of the back queue (its best non-empty rank)."""
@@ -242,6 +307,8 @@ class Scheduler:
         self._ready: list[tuple[float, int, str]] = []
         self._due: list[tuple[int, float, int, str]] = []
         self._due_live = 0
+        self._due_order: deque[tuple[float, int, str]] = deque()  # (due at, episode, host)
+        self._max_due_wait_s = queues.max_due_wait_s
         self._wake: list[tuple[float, int, str]] = []
         self._active = 0
         self._seq = 0
@@ -334,14 +401,14 @@ class Scheduler:
             key = entry.host_key
             queue = held.get(key)
             lease = leases.get(key)
-            if lease is not None and lease.url == entry.url:
-                out.append(False)  # leased: never re-queued, never moved
+            in_back = queue.length if queue is not None else 0
+            leased = lease is not None and lease.url == entry.url
+            how = promotion_of(leased, rows.host(key).queued, in_back)
+            if how is Promotion.NONE:
+                out.append(False)
                 continue
             rank = rank_of(entry.level, self._levels)
-            in_back = queue.length if queue is not None else 0
-            if rows.host(key).queued > in_back:
-                # some of the host's URLs wait in the front tier, maybe this one: moving a
-                # back-queue URL now could pass a URL of its new level still in the front
+            if how is Promotion.HINT:
                 out.append(False)
                 self._hint(entry.url, rank)
                 continue
@@ -398,9 +465,11 @@ class Scheduler:
                     continue
             if due is None:
                 break
-            heapq.heappop(self._due)
-            key = due[3]
-            self._held[key].due = 0
+            key = self._aged(now_at)
+            if key is None:
+                heapq.heappop(self._due)
+                key = due[3]
+            self._held[key].due = 0  # an aged host's heap entry is skipped when it surfaces
             self._due_live -= 1
             out.append(self._lease_head(key, now_at, ttl_s))
         return out, self._next_ready_at(now_at, scan == 0)
@@ -499,6 +568,7 @@ class Scheduler:
         for rank, n in enumerate(ranks):
             counts[rank] += n
         queue = self._held[host_key] = _Held(counts)
+        queue.placed_at = float("inf")  # due, for ageing, from when it wakes in this run
         self._back_size += queue.length
         self._seq += 1
         self._wake.append((next_allowed_at, self._seq, host_key))
@@ -513,6 +583,7 @@ class Scheduler:
                 self._ready.append((floor_at, seq, key))
         self._due.clear()
         self._due_live = 0
+        self._due_order.clear()
         self._ready = [(max(at, floor_at), seq, key) for at, seq, key in self._ready]
         self._wake = [(max(at, floor_at), seq, key) for at, seq, key in self._wake]
         heapq.heapify(self._ready)
@@ -564,6 +635,7 @@ class Scheduler:
         """Put an unleased held host in the ready heap (with a slot) or the wake heap."""
         at = max(at, self._floor_at)
         self._seq += 1
+        queue.placed_at = now_at
         if at - now_at <= self._inactive_after_s:
             if not queue.active and self._active < self._max_slots:
                 queue.active = True
@@ -625,11 +697,33 @@ class Scheduler:
         heapq.heappush(self._due, (rank, at, self._seq, key))
 
     def _ripen(self, now_at: float) -> None:
-        """Ready hosts whose time has come move from the ready heap to the due heap."""
-        ready, held = self._ready, self._held
+        """Ready hosts whose time has come move from the ready heap to the due heap (and to
+        the back of the ageing queue, which so holds them in the order they became due)."""
+        ready, held, order = self._ready, self._held, self._due_order
         while ready and ready[0][0] <= now_at:
             at, _, key = heapq.heappop(ready)
-            self._push_due(key, held[key], at)
+            queue = held[key]
+            queue.episode += 1
+            # due since its time, or since it was placed (a host new to the heaps, with no
+            # time of its own yet, is due from then: it has not waited before)
+            order.append((max(at, queue.placed_at), queue.episode, key))
+            self._push_due(key, queue, at)
+
+    def _aged(self, now_at: float) -> str | None:
+        """The host due longest, if it is still due and aged (:func:`is_aged`), else
+        ``None``; entries of hosts no longer due are dropped on the way."""
+        order, held = self._due_order, self._held
+        while order:
+            at, episode, key = order[0]
+            queue = held.get(key)
+            if queue is None or not queue.due or queue.episode != episode:
+                order.popleft()  # leased, let go, or due again since: a stale entry
+                continue
+            if not is_aged(at, now_at, self._max_due_wait_s):
+                return None
+            order.popleft()
+            return key
+        return None
 
     def _best_due(self) -> tuple[int, float, int, str] | None:
         """The due heap's best live entry (stale ones dropped), left in place."""
@@ -661,7 +755,10 @@ class Scheduler:
         wake = self._wake
         while wake and wake[0][0] <= now_at and self._active < self._max_slots:
             at, seq, key = heapq.heappop(wake)
-            self._held[key].active = True
+            queue = self._held[key]
+            if queue.placed_at == float("inf"):  # restored at open: not waiting before now
+                queue.placed_at = now_at
+            queue.active = True
             self._active += 1
             heapq.heappush(self._ready, (at, seq, key))
 

@@ -51,3 +51,17 @@ def test_the_tables_are_bounded() -> None:
     for i in range(100):
         imp.read(f"p{i}", "h", [(f"u{i}-{j}", "h") for j in range(3)])
         assert len(imp) <= 10
+
+
+def test_a_link_read_elsewhere_is_split_there_and_credited_by_its_owner() -> None:
+    here, owner, whole = Importance(), Importance(), Importance()
+    links = [("http://a.test/x", "a.test"), ("http://b.test/y", "b.test")]
+    for table in (here, whole):
+        table.seed("http://a.test/")
+    share = here.read("http://a.test/", "a.test", links, [False, True])
+    whole.read("http://a.test/", "a.test", links)
+    assert share == whole.cash("http://b.test/y") == here.cash("http://a.test/x")
+    assert here.cash("http://b.test/y") == 0.0
+    owner.credit("http://b.test/y", "b.test", share, cross_host=True)
+    assert owner.peek("http://b.test/y", "b.test") == whole.peek("http://b.test/y", "b.test")
+    assert owner.cash("http://b.test/y") == whole.cash("http://b.test/y")

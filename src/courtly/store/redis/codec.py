@@ -21,6 +21,7 @@ __all__ = [
     "decode_attempts",
     "decode_catalogue",
     "decode_entry",
+    "decode_rank",
     "decode_state",
     "encode_catalogue",
     "encode_entry",
@@ -80,16 +81,28 @@ def encode_entry(host_key: str, depth: int, url: str) -> str:
 
 
 def decode_entry(entry: str) -> tuple[int, str]:
-    """``(depth, url)`` of a queue entry."""
+    """``(depth, url)`` of a queue entry (the scripts add ``!<attempts>`` and ``^<rank>``
+    after the depth: ``"<depth>[!<attempts>][^<rank>][@<host_key>] <url>"``)."""
     head, _, url = entry.partition(" ")
-    return int(head.partition("@")[0].partition("!")[0]), url
+    return int(_counts(head).partition("!")[0]), url
 
 
 def decode_attempts(entry: str) -> int:
-    """The failed attempts a back-queue entry counts: ``"<depth>!<attempts>[@…] <url>"``
+    """The failed attempts a back-queue entry counts: ``"<depth>!<attempts>[^…][@…] <url>"``
     once one failed (``release.lua`` writes it), 0 for a plain entry."""
-    head = entry.partition(" ")[0]
-    return int(head.partition("@")[0].partition("!")[2] or 0)
+    return int(_counts(entry.partition(" ")[0]).partition("!")[2] or 0)
+
+
+def decode_rank(entry: str) -> int | None:
+    """The back-queue rank an entry carries (``^<rank>``, written by the scripts: 0 the
+    news lane, ``1 + level`` otherwise), ``None`` for an entry without one."""
+    rank = entry.partition(" ")[0].partition("@")[0].partition("^")[2]
+    return int(rank) if rank else None
+
+
+def _counts(head: str) -> str:
+    """``"<depth>[!<attempts>]"`` of an entry's head (before its rank and host key)."""
+    return head.partition("@")[0].partition("^")[0]
 
 
 def encode_state(state: HostState) -> str:

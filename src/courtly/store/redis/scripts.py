@@ -23,6 +23,7 @@ SHARD_SCRIPTS: Final = (
     "host",
     "lease",
     "note",
+    "promote",
     "record",
     "release",
     "revisit",

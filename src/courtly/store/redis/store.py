@@ -102,7 +102,7 @@ _FENCED: Final = b"fenced"
 _UNREPLICATED_S: Final = 30.0
 """How long the store stops waiting on a master whose WAIT came back short."""
 _WRITES: Final = frozenset(
-    ("add", "complete", "due", "fence", "lease", "note", "record", "release", "revisit")
+    ("add", "complete", "due", "fence", "lease", "note", "promote", "record", "release", "revisit")
 )
 """The shard scripts that write (``replica_acks`` waits after each)."""
 _MOVING: Final = [b"moving"]
@@ -314,10 +314,31 @@ class RedisStore(RevisitSeam):
         return statuses
 
     async def promote(self, entries: Sequence[QueuedUrl], now_at: float) -> list[bool]:
-        """Not in the Redis store yet: its back queues are FIFO lists of entries that do
-        not say their level, so nothing is moved (every result ``False``, as for a URL
-        already as good); a crawl on Redis keeps the order of arrival within a host."""
-        return [False] * len(entries)
+        """PROMOTE per shard, concurrently: the scheduler's rule (``promote_url`` in the
+        prelude), except that a URL whose host has URLs in the front tier gets no hint
+        (``False``, nothing kept: the take-in from the front tier is LEASE's). A URL is
+        found by its queue entry, so ``entry.depth`` must be the depth it was queued with
+        (the crawl's known-URL table keeps it), else it is not moved."""
+        await self.open()
+        shards = self._layout.shards
+        groups: dict[int, list[int]] = {}
+        for i, entry in enumerate(entries):
+            groups.setdefault(shard_of(entry.host_key, shards), []).append(i)
+        moved = [False] * len(entries)
+
+        async def one(shard: int, indexes: list[int]) -> None:
+            args: list[Any] = []
+            for i in indexes:
+                entry = entries[i]
+                entry_text = encode_entry(entry.host_key, entry.depth, entry.url)
+                args.extend((entry.host_key, entry_text, entry.level))
+            reply = await self._shard_call("promote", shard, now_at, args)
+            for i, raw in zip(indexes, reply.rest, strict=True):
+                moved[i] = int(raw) == 1
+
+        await asyncio.gather(*(one(shard, indexes) for shard, indexes in groups.items()))
+        await self._flush_index()
+        return moved
 
     async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
         await self.open()
@@ -840,7 +861,7 @@ class RedisStore(RevisitSeam):
             args.extend(
                 (
                     entry.host_key,
-                    entry.level,
+                    _level_arg(entry),
                     encode_entry(entry.host_key, entry.depth, entry.url),
                     h1,
                     h2,
@@ -871,7 +892,7 @@ class RedisStore(RevisitSeam):
             args.extend(
                 (
                     entry.host_key,
-                    entry.level,
+                    _level_arg(entry),
                     encode_entry(entry.host_key, entry.depth, entry.url),
                     h1,
                     h2,
@@ -972,6 +993,11 @@ def _closed(error: Exception) -> bool:
         or "no attribute 'writelines'" in text
         or "'NoneType' object has no attribute 'execute_command'" in text
     )
+
+
+def _level_arg(entry: QueuedUrl) -> str:
+    """ADD's level field: the level, then ``^`` for a lift (a SEEN URL is promoted)."""
+    return f"{entry.level}^" if entry.lift else str(entry.level)
 
 
 def _pairs(raw: list[Any]) -> list[tuple[int, float]]:

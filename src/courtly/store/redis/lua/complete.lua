@@ -8,8 +8,7 @@ if not end_lease(host, token, 5) then
   ver = ver - 1
   return reply(nil, nil, {'fenced'})
 end
-local head = redis.call('LPOP', P .. 'b:' .. host)
-if head then redis.call('SREM', P .. 'nb', head) end
+redis.call('LPOP', P .. 'b:' .. host)
 redis.call('HINCRBY', P .. 'bl', host, -1)
 hq_add(host, -1)
 local base = 11 + 3 * tonumber(ARGV[10])

@@ -3,8 +3,7 @@
 -- run over the scheduler's add(known=True)): a retired host refuses (4), the queue
 -- budgets refuse (2, 3) as ADD does, the seen-set is not asked (an unknown URL is marked
 -- seen); a URL goes straight to its host's back queue when the host is held with none
--- of its URLs in the front tier (a news row first in it: back_push), else to the front
--- tier at its lane's level. A queued
+-- of its URLs in the front tier, else to the front tier at its lane's level. A queued
 -- row is out and due again after the lost interval; a refused one after the retry one.
 -- ARGV[3...]: limit, host cap, crawl cap (-1: none), retry ms, lost ms, then the level
 -- of each lane (news, ordinary). Returns the reply head, the refused count, the
@@ -33,18 +32,7 @@ for _, url in ipairs(urls) do
     if status == 0 then
       seen_add(tonumber(h1), tonumber(h2))
       local level = lane_level[tonumber(lane)] or lane_level[#lane_level]
-      local news = level <= 0
-      if news then redis.call('SADD', P .. 'nb', entry) end
-      local len = redis.call('HGET', P .. 'bl', host)
-      if len and tonumber(len) == q then
-        back_push(host, entry, news)
-        redis.call('HINCRBY', P .. 'bl', host, 1)
-        bs = bs + 1
-      else
-        level = math.min(math.max(level, 0), LEVELS - 1)
-        redis.call('RPUSH', P .. 'f' .. level, entry)
-        fs = fs + 1
-      end
+      route(host, entry, level, level <= 0, q)
       hq_add(host, 1)
     end
   end

@@ -58,7 +58,7 @@ local function take_from_front()
   local e = front_pop()
   local host = entry_host(e)
   if redis.call('HEXISTS', P .. 'bl', host) == 1 then
-    back_push(host, e, redis.call('SISMEMBER', P .. 'nb', e) == 1)
+    back_insert(host, e, entry_rank(e))
     redis.call('HINCRBY', P .. 'bl', host, 1)
     bs = bs + 1
     return

@@ -53,7 +53,8 @@ local function finish()
 end
 
 -- queue entries: "<depth> <url>", or "<depth>@<host> <url>" when the host key is not
--- the URL's authority; a back-queue head whose attempts failed reads "<depth>!<n>..."
+-- the URL's authority; a back-queue head whose attempts failed reads "<depth>!<n>...";
+-- "^<rank>" after the depth (and attempts) is the entry's rank (see back_insert)
 local function entry_url(e) return string.sub(e, string.find(e, ' ', 1, true) + 1) end
 local function entry_depth(e) return string.match(e, '^(%d+)') end
 local function entry_host(e)
@@ -65,6 +66,22 @@ local function entry_host(e)
   if slash then return string.sub(e, s, slash - 1) end
   return string.sub(e, s)
 end
+
+-- ranks (courtly.store.scheduler: a back queue is ordered by rank, then arrival): 0 the
+-- news lane (a revisit at level 0), 1 + level any other URL. An entry carries its rank
+-- from ADD on, in the front tier too: "<depth>[!<n>]^<rank>[@<host>] <url>". An entry
+-- without one (queued before ranks were kept) reads as the worst rank.
+local function entry_rank(e)
+  local r = string.match(e, '^%d+!?%d*%^(%d+)')
+  if r then return tonumber(r) end
+  return LEVELS
+end
+local function with_rank(e, rank)
+  local head, rest = string.match(e, '^(%d+!?%d*)(.*)$')
+  rest = string.gsub(rest, '^%^%d+', '', 1)
+  return head .. '^' .. rank .. rest
+end
+local function rank_of(level) return 1 + math.min(math.max(level, 0), LEVELS - 1) end
 
 -- the catalogue: c (url -> payload), cr (url -> first referrer), co (url by first write)
 local function cat_order(url)
@@ -203,39 +220,130 @@ local function requeue(host)
   end
 end
 
--- The news lane (courtly.frontier.news_lane): a news entry (a revisit at level 0: REVISIT,
--- DUE) goes first in its host's back queue, behind a leased head (which stays at the head
--- until its COMPLETE) and the news entries queued before it; any other entry goes to the
--- tail. nb holds the news entries queued (front tier or back queue), so that a front
--- pop (LEASE) and a later news entry know them; COMPLETE takes its head out.
-local function back_push(host, e, news)
+-- A back queue b:<host> is ordered by rank, then arrival (the scheduler's QueueRows):
+-- an entry joins the tail of its rank, before the first entry of a worse rank, never
+-- before a leased head (it stays at index 0 until COMPLETE pops it or RELEASE keeps it).
+-- O(1) when nothing queued is worse (the common case), else a binary search over the
+-- host's queue (O(log n) LINDEX). LEASE's take-in from the front tier inserts the same
+-- way, so a back queue stays in rank order (a released head is reseated, reseat_head).
+local function back_insert(host, e, rank)
   local key = P .. 'b:' .. host
-  if not news then
-    redis.call('RPUSH', key, e)
-    return
+  local tail = redis.call('LINDEX', key, -1)
+  if tail and entry_rank(tail) > rank then
+    local lo = redis.call('HEXISTS', P .. 'l', host)  -- 1: the head is leased, pinned
+    local hi = redis.call('LLEN', key) - 1  -- the tail is worse: the answer is <= hi
+    if lo <= hi then
+      while lo < hi do  -- the first index in [lo, hi] whose entry is of a worse rank
+        local mid = math.floor((lo + hi) / 2)
+        if entry_rank(redis.call('LINDEX', key, mid)) > rank then hi = mid else lo = mid + 1 end
+      end
+      local pivot = redis.call('LINDEX', key, lo)
+      if entry_rank(pivot) > rank then
+        redis.call('LINSERT', key, 'BEFORE', pivot, e)  -- a host's entries are distinct
+        return
+      end
+    end
   end
-  local ahead = {}
-  if redis.call('HEXISTS', P .. 'l', host) == 1 then
-    ahead[1] = redis.call('LPOP', key) or nil
-  end
+  redis.call('RPUSH', key, e)
+end
+
+-- A URL given back (RELEASE) returns to the head of its rank: a better URL that arrived
+-- while it was leased (behind it: back_insert never passes a leased head) goes first.
+local function reseat_head(host)
+  local key = P .. 'b:' .. host
+  local second = redis.call('LINDEX', key, 1)
+  if not second then return end
+  local head = redis.call('LINDEX', key, 0)
+  local rank = entry_rank(head)
+  if entry_rank(second) >= rank then return end
+  redis.call('LPOP', key)
+  local i = 0
   while true do
-    local head = redis.call('LINDEX', key, 0)
-    if not head or redis.call('SISMEMBER', P .. 'nb', head) == 0 then break end
-    ahead[#ahead + 1] = redis.call('LPOP', key)
+    local chunk = redis.call('LRANGE', key, i, i + 127)
+    if #chunk == 0 then break end
+    for _, x in ipairs(chunk) do
+      if entry_rank(x) >= rank then
+        redis.call('LINSERT', key, 'BEFORE', x, head)
+        return
+      end
+    end
+    i = i + #chunk
   end
-  redis.call('LPUSH', key, e)
-  for j = #ahead, 1, -1 do redis.call('LPUSH', key, ahead[j]) end
+  redis.call('RPUSH', key, head)
+end
+
+-- Route a URL to be queued (the scheduler's add): straight to the host's back queue,
+-- at its rank, when the host is held and none of its URLs waits in the front tier
+-- (queued = its hq count before this URL), else to the front queue of its level.
+-- news: a revisit at level 0, rank 0.
+local function route(host, entry, level, news, queued)
+  level = math.min(math.max(level, 0), LEVELS - 1)
+  local rank = 1 + level
+  if news then rank = 0 end
+  local e = with_rank(entry, rank)
+  local len = redis.call('HGET', P .. 'bl', host)
+  if len and tonumber(len) == queued then
+    back_insert(host, e, rank)
+    redis.call('HINCRBY', P .. 'bl', host, 1)
+    bs = bs + 1
+  else
+    redis.call('RPUSH', P .. 'f' .. level, e)
+    fs = fs + 1
+  end
+end
+
+-- PROMOTE one queued URL to `level` (courtly.store.scheduler.promotion_of, then
+-- QueueRows.back_promote): a leased URL is never moved; while some of the host's URLs
+-- wait in the front tier nothing moves (the local stores leave a hint for the take-in,
+-- which is LEASE's, so Redis keeps none); else the URL, found in the host's back queue
+-- at a worse rank (never the leased head), leaves it for the tail of the new rank.
+-- `entry` is the URL's queue entry as ADD wrote it (its depth the one it was queued
+-- with): it is found by LPOS at each worse rank (no scan in Lua); an entry whose
+-- attempts failed (a released head, first in its host anyway) is not found, nor one
+-- asked for at another depth. true if it moved.
+local function promote_url(host, entry, level)
+  local rank = rank_of(level)
+  local key = P .. 'b:' .. host
+  local leased = redis.call('HEXISTS', P .. 'l', host)
+  if leased == 1 and entry_url(redis.call('LINDEX', key, 0)) == entry_url(entry) then
+    return false
+  end
+  local len = tonumber(redis.call('HGET', P .. 'bl', host) or '0')
+  if len == 0 then return false end
+  if tonumber(redis.call('HGET', P .. 'hq', host) or '0') > len then return false end
+  for worse = rank + 1, LEVELS do
+    local x = with_rank(entry, worse)
+    local at = redis.call('LPOS', key, x)
+    if not at and worse == LEVELS then
+      x = entry  -- queued before ranks were kept: read as the worst
+      at = redis.call('LPOS', key, x)
+    end
+    if at and (at > 0 or leased == 0) then
+      redis.call('LSET', key, at, '')  -- entries are never empty
+      redis.call('LREM', key, 1, '')
+      back_insert(host, with_rank(x, rank), rank)
+      return true
+    end
+  end
+  return false
 end
 
 -- ADD of entries at ARGV[base...]: host cap, crawl cap (-1: none), referrer, then
 -- (host, level, entry, h1, h2, catalogue?) per URL, catalogue? being '1' (catalogue a new
--- URL with the referrer above), '>' .. a referrer of its own, or '0'; one status each
+-- URL with the referrer above), '>' .. a referrer of its own, or '0'; one status each.
+-- A level ending in '^' is a lift (QueuedUrl.lift): a SEEN URL is promoted to it.
 local function add_entries(base, known)
   local hostcap, crawlcap = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
   local referrer = ARGV[base + 2]
   local out = {}
+  local lifted = {}
   for i = base + 3, #ARGV, 6 do
     local host, entry = ARGV[i], ARGV[i + 2]
+    local level, lift = ARGV[i + 1], false
+    if string.byte(level, -1) == 94 then  -- '^'
+      level, lift = string.sub(level, 1, -2), true
+    end
+    level = tonumber(level)
     local status = 0
     if redis.call('HEXISTS', P .. 'hr', host) == 1 then
       status = 4
@@ -250,19 +358,9 @@ local function add_entries(base, known)
       if status == 0 then
         if not seen_add(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])) and not known then
           status = 1
+          if lift then lifted[#lifted + 1] = {host, entry, level} end
         else
-          local len = redis.call('HGET', P .. 'bl', host)
-          local news = known and tonumber(ARGV[i + 1]) <= 0
-          if news then redis.call('SADD', P .. 'nb', entry) end
-          if len and tonumber(len) == queued then
-            back_push(host, entry, news)
-            redis.call('HINCRBY', P .. 'bl', host, 1)
-            bs = bs + 1
-          else
-            local level = math.min(math.max(tonumber(ARGV[i + 1]), 0), LEVELS - 1)
-            redis.call('RPUSH', P .. 'f' .. level, entry)
-            fs = fs + 1
-          end
+          route(host, entry, level, known and level <= 0, queued)
           hq_add(host, 1)
           local cat = ARGV[i + 5]
           if cat == '1' then
@@ -275,6 +373,7 @@ local function add_entries(base, known)
     end
     out[#out + 1] = status
   end
+  for _, l in ipairs(lifted) do promote_url(l[1], l[2], l[3]) end
   return out
 end
 
