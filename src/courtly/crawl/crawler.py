@@ -124,8 +124,8 @@ class Crawler:
         if politeness is not None:
             fconfig = dataclasses.replace(fconfig, politeness=politeness)
         self._store = store if store is not None else open_store(config, fconfig.queues)
-        # Lease ahead only on a store that keeps time on this crawl's clock (not Redis).
-        self._ahead_s = 0.0 if is_shared(self._store) else LEASE_AHEAD_S
+        # Every store leases ahead (Redis maps the server's times onto this clock).
+        self._ahead_s = LEASE_AHEAD_S
         host_key = host_key_function(config.host_key)
         self.frontier = Frontier(
             self._store, fconfig, clock=self._clock, host_key=host_key, events=self.events
