@@ -183,9 +183,9 @@ class RedisStore(RevisitSeam):
     of the shard's master hold the write, so that a failover loses no acknowledged
     step (one more round trip per call; see docs/distributed.md, failure modes).
     ``index_interval_s`` > 0 lets the due shards of one index read serve the leases of
-    that long without another INDEX call (off by default: not measured on since the
-    fault it was turned off for was found elsewhere, a cancellation lost in the client;
-    see docs/distributed.md, lost cancellations).
+    that long without another INDEX call (a lease is then one round trip, the LEASE
+    calls); a shard that comes due meanwhile waits at most that long to be seen, or
+    the probe's turn (``probe_interval_s``). 0 reads the index on every lease.
     """
 
     def __init__(
@@ -198,7 +198,7 @@ class RedisStore(RevisitSeam):
         rng: random.Random | None = None,
         server_clock: bool = True,
         probe_interval_s: float = 0.05,
-        index_interval_s: float = 0.0,
+        index_interval_s: float = 0.025,
         retry_s: float = 60.0,
         replica_acks: int = 0,
         replica_wait_s: float = 0.05,
