@@ -97,10 +97,10 @@ class FrontierMachine(RuleBasedStateMachine):
         self.floating: set[str] = set()  # promoted with a hint: its place is not checked
         self.news: set[str] = set()  # revisited at level 0: the news lane, first in its host
         self.ahead_max = 0.0  # the most a lease was taken ahead (its step ran that late)
-        # The Redis store keeps times as float milliseconds: near this clock's 1.7e9 s a
-        # time sent as an offset from now (a next allowed time, a lease's expiry: now +
-        # ahead + ttl, summed in ms) and read back moves by up to a few 1e-7 s.
-        self.resolution_s = 1e-6 if isinstance(self.store, RedisStore) else 0.0
+        # The Redis store keeps times as float milliseconds: near this clock's 1.7e9 s one
+        # ulp is 2.4e-7 s, and a time sent as an offset from now (a next allowed time, a
+        # lease's expiry: now + ahead + ttl, summed in ms) and read back moves by a few.
+        self.resolution_s = 1e-5 if isinstance(self.store, RedisStore) else 0.0
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -176,7 +176,7 @@ class FrontierMachine(RuleBasedStateMachine):
             "leased before next allowed time (less the lease-ahead)"
         )
         # the request waits for the host's time, which the lease says exactly
-        assert lease.host.next_allowed_at == pytest.approx(allowed_at, abs=1e-6)
+        assert lease.host.next_allowed_at == pytest.approx(allowed_at, abs=1e-6 + self.resolution_s)
         assert lease.url in self.added and lease.url not in self.done, "leased twice"
         host, level, seq = self.added[lease.url]
         assert host == lease.host_key
