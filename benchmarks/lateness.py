@@ -101,9 +101,11 @@ class TracingStore:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> Any:
-        called = time.time()  # now_at is ahead of it when the crawler leases ahead
-        batch = await self._inner.lease(now_at, ttl_s, max_leases)
+    async def lease(
+        self, now_at: float, ttl_s: float, max_leases: int, *, ahead_s: float = 0.0
+    ) -> Any:
+        called = time.time()
+        batch = await self._inner.lease(now_at, ttl_s, max_leases, ahead_s=ahead_s)
         returned = time.time()
         for lease in batch.leases:
             self._trace.leased[lease.url] = (called, returned, lease.host.next_allowed_at)

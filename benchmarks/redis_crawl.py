@@ -10,9 +10,12 @@ Two modes, each printing one JSON object with ``--json``:
   every round); medians. Per run: ``pages_per_s`` (over the crawl's active window),
   ``cpu_s`` of the crawler processes (``wait4``), ``pages_per_cpu_s`` (pages/s per
   core: pages over the crawler CPU), the same with the Redis server's CPU counted
-  (``pages_per_cpu_s_with_server``), the crawl-order score (``order_score``) and the
-  audit's violations. ``--web broad`` or ``politeness`` crawls compare_scrapy's web of
-  that name (its delay and concurrency) instead of the wide web of ``--hosts``;
+  (``pages_per_cpu_s_with_server``), the crawl-order score (``order_score``), the
+  audit's violations, and ``lateness_ms`` (each request after a host's first: its start
+  against the end of the host's previous response plus the required gap, from the
+  server's log; medians of its p50, p90 and p99 over the rounds). ``--scenario broad``
+  crawls compare_scrapy's broad web (its delay and concurrency) instead of the wide web
+  of ``--hosts``;
 * ``cluster``: ``--fetchers`` processes on a 3-master, 3-replica cluster
   (``cluster-node-timeout 2000``, as the tests start it) crawling a finite web to
   its end, audited from the sandbox's request log; with ``--kill-after S`` the
@@ -171,6 +174,7 @@ def one_run(
             "order_score",
             "returncode",
             "sandbox_cpu_s",
+            "lateness_ms",
         )
     }
     pages = figures["pages"]
@@ -181,14 +185,32 @@ def one_run(
     return row
 
 
-def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
-    if args.web == "wide":
-        spec = dataclasses.replace(SandboxSpec.wide(args.hosts), port=free_port())
-        scenario = Scenario("wide", spec, purpose="the wide web", seconds=args.seconds)
-    else:  # compare_scrapy's scenario of that name (its web, delay and concurrency)
-        scenario = scenarios(quick=False)[args.web]
+def compare_scenario(name: str, hosts: int | None, seconds: float) -> Scenario:
+    """``wide`` (2,000 hosts by default), ``broad`` (compare_scrapy's) or ``politeness``
+    (300 hosts, 60 pages each, a 1 s delay: compare_scrapy's; where the start lag of a
+    due host shows)."""
+    if name == "politeness":
+        spec = SandboxSpec.politeness(hosts or 300)
+        spec = dataclasses.replace(spec, pages_per_host=60, port=free_port())
+        return Scenario(
+            "politeness",
+            spec,
+            min_delay_s=1.0,
+            concurrency=128,
+            purpose="the politeness web",
+            seconds=seconds,
+        )
+    if name == "broad":  # compare_scrapy's scenario of that name (its web, delay, concurrency)
+        scenario = scenarios(quick=False)["broad"]
         spec = dataclasses.replace(scenario.spec, port=free_port())
-        scenario = dataclasses.replace(scenario, spec=spec, seconds=args.seconds)
+        return dataclasses.replace(scenario, spec=spec, seconds=seconds)
+    spec = dataclasses.replace(SandboxSpec.wide(hosts or 2000), port=free_port())
+    return Scenario("wide", spec, purpose="the wide web", seconds=seconds)
+
+
+def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
+    scenario = compare_scenario(args.scenario, args.hosts, args.seconds)
+    spec = scenario.spec
     truth = CachedTruth(SandboxWorld(spec, spec.port))
     envs: dict[str, dict[str, str] | None] = {"local": None, "redis": None}
     for variant in args.variant:
@@ -227,6 +249,12 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 "order_score",
             )
         }
+        | {
+            f"lateness_{q}_ms": _median_of(
+                [r["lateness_ms"][q] for r in runs[label] if r["lateness_ms"][q] is not None]
+            )
+            for q in ("p50", "p90", "p99")
+        }
         for label in runs
     }
     local = medians["local"]
@@ -244,7 +272,8 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             )
         }
     return {
-        "web": args.web,
+        "scenario": scenario.name,
+        "web": scenario.name,
         "hosts": spec.n_hosts,
         "seconds": args.seconds,
         "rounds": args.rounds,
@@ -255,6 +284,10 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         "over_local": ratios,
         "redis_over_local_pages_per_cpu_s": ratios["redis"]["pages_per_cpu_s"],
     }
+
+
+def _median_of(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
@@ -444,12 +477,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("mode", choices=("compare", "cluster"))
     parser.add_argument(
+        "--scenario",
         "--web",
+        dest="scenario",
         choices=("wide", "broad", "politeness"),
         default="wide",
-        help="compare: the wide web of --hosts, or compare_scrapy's broad or politeness web",
+        help="compare: the web (broad: compare_scrapy's broad web, its delay and concurrency)",
     )
-    parser.add_argument("--hosts", type=int, default=2000, help="compare: the wide web's hosts")
+    parser.add_argument(
+        "--hosts",
+        type=int,
+        default=None,
+        help="compare: the web's hosts [wide 2000, politeness 300]",
+    )
     parser.add_argument("--seconds", type=float, default=30.0, help="compare: each crawl's time")
     parser.add_argument("--rounds", type=int, default=2, help="compare: alternated rounds")
     parser.add_argument("--fetchers", type=int, default=None, help="Redis fetcher processes")

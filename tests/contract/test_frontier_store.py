@@ -170,6 +170,36 @@ async def test_expired_lease_comes_back_at_the_head_and_is_fenced(make: MakeStor
     assert await drain(store, T0 + TTL_S) == ["http://x.test/p1", "http://x.test/p2"]
 
 
+async def test_leasing_ahead_runs_the_step_as_of_now_plus_ahead(make: MakeStore) -> None:
+    store = make()
+    await store.add([url("a.test", f"p{i}") for i in range(3)], T0, NO_BUDGET)
+    first = await lease_one(store)
+    held = replace(first.host, next_allowed_at=T0 + 1.0)
+    assert await store.complete(first, held, (), T0, NO_BUDGET) == []
+    early = await store.lease(T0 + 0.9, TTL_S, 1, ahead_s=0.05)
+    assert early.leases == () and early.next_ready_at == pytest.approx(T0 + 1.0)
+    assert (await store.lease(T0 + 0.96, TTL_S, 1)).leases == ()  # not due without ahead
+    batch = await store.lease(T0 + 0.96, TTL_S, 1, ahead_s=0.05)
+    assert [lease.url for lease in batch.leases] == ["http://a.test/p1"]
+    ahead = batch.leases[0]
+    # the lease is taken as of T0 + 1.01; its request waits for the host's own time
+    assert ahead.host.next_allowed_at == pytest.approx(T0 + 1.0)
+    assert ahead.leased_at == pytest.approx(T0 + 1.01)
+    assert ahead.expires_at == pytest.approx(T0 + 1.01 + TTL_S)
+    # an expiry that close is reclaimed too: the URL comes back at the head
+    expiry = ahead.expires_at
+    assert (await store.lease(expiry - 0.06, TTL_S, 1, ahead_s=0.05)).leases == ()
+    again = await lease_one_ahead(store, expiry - 0.04, 0.05)
+    assert again.url == ahead.url and again.token > ahead.token
+    assert await store.complete(ahead, ahead.host, (), expiry, NO_BUDGET) is None  # fenced
+
+
+async def lease_one_ahead(store: FrontierStore, now_at: float, ahead_s: float) -> Lease:
+    batch = await store.lease(now_at, TTL_S, 1, ahead_s=ahead_s)
+    assert len(batch.leases) == 1, batch
+    return batch.leases[0]
+
+
 async def test_release_returns_the_url_to_the_head_with_new_host_state(make: MakeStore) -> None:
     store = make()
     await store.add([url("r.test", f"p{i}") for i in range(3)], T0, NO_BUDGET)

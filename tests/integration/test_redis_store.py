@@ -13,6 +13,7 @@ import random
 import time
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from tests.redis_servers import (
@@ -26,6 +27,8 @@ from tests.redis_servers import (
 from tests.stores import DisposableRedisStore
 
 from courtly.archive.catalogue import CatalogueEntry
+from courtly.clock import SystemClock
+from courtly.crawl.dispatch import wait_until
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, Lease, QueuedUrl
@@ -134,6 +137,64 @@ async def test_the_server_clock_drives_delays_and_expiry(crawl: tuple[str, str])
         ]
     finally:
         await store.aclose()
+
+
+class SlowLeaseStore(RedisStore):
+    """A store whose LEASE calls leave a while after the caller's ``now_at`` was read
+    (a busy loop, a queue of calls before it): the server's now is then that much later
+    than ``now_at``."""
+
+    SEND_DELAY_S = 0.1
+
+    async def _run(self, name: str, keys: list[str], argv: list[Any]) -> Any:
+        if name == "lease":
+            await asyncio.sleep(self.SEND_DELAY_S)
+        return await super()._run(name, keys, argv)
+
+
+async def _server_ms(client: Any) -> float:
+    seconds, micros = await client.time()
+    return float(seconds * 1000 + micros / 1000)
+
+
+async def test_a_host_leased_ahead_is_not_fetched_before_its_time_on_the_servers_clock(
+    crawl: tuple[str, str],
+) -> None:
+    url, name = crawl
+    store = SlowLeaseStore(connect(url), name, layout=RedisLayout(shards=16))
+    client = connect(url)
+    ahead_s = 1.0
+    try:
+        now = time.time()
+        await store.add(
+            [QueuedUrl(f"http://h0.test/p{i}", "h0.test", 0) for i in range(2)], now, NO_BUDGET
+        )
+        first = (await store.lease(now, 30.0, 1)).leases[0]
+        held = replace(first.host, next_allowed_at=time.time() + 1.5)
+        assert await store.complete(first, held, (), time.time(), NO_BUDGET) == []
+        prefix = store._shard_prefix(shard_of("h0.test", store.layout.shards))
+        allowed_ms = float(await client.hget(prefix + "hn", "h0.test"))
+        # once the server's now is within ahead_s of the host's time, a lease ahead takes it
+        within_ms = allowed_ms - 1000.0 * ahead_s + 100.0
+        await SystemClock().sleep(max(0.0, within_ms - await _server_ms(client)) / 1000.0)
+        assert await _server_ms(client) >= within_ms  # one machine: the server's clock is ours
+        early = await store.lease(time.time(), 30.0, 1)
+        if await _server_ms(client) < allowed_ms:  # not due yet when it came back
+            assert early.leases == ()
+        else:  # (a machine that stalled for the whole window: nothing shown)
+            pytest.skip("the host came due before the lease ahead could be made")
+        batch = await store.lease(time.time(), 30.0, 1, ahead_s=ahead_s)
+        assert [lease.url for lease in batch.leases] == ["http://h0.test/p1"]
+        lease = batch.leases[0]
+        # mapped no later than ahead_s from the reply (1 ms: time.time against monotonic)
+        assert lease.host.next_allowed_at <= time.time() + ahead_s + 0.001
+        # ... and no earlier than the host's time on the server's clock, although the
+        # call left SEND_DELAY_S after its now_at was read
+        await wait_until(SystemClock(), lease.host.next_allowed_at)
+        assert await _server_ms(client) >= allowed_ms
+    finally:
+        await store.aclose()
+        await client.aclose()
 
 
 async def test_two_fetchers_share_one_crawl_over_many_shards(crawl: tuple[str, str]) -> None:

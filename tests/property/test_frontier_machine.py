@@ -35,6 +35,7 @@ the number of hosts.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import shutil
 import tempfile
@@ -42,6 +43,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -54,7 +56,7 @@ from courtly.frontier.politeness import PolitenessConfig
 from courtly.frontier.records import AddStatus, Lease, Outcome, OutcomeKind, QueuedUrl
 from courtly.frontier.retry import RETRYABLE
 from courtly.store.redis import RedisStore
-from tests.stores import STORE_FACTORIES
+from tests.stores import REDIS_STORE_FACTORIES, STORE_FACTORIES
 
 T = TypeVar("T")
 TTL_S = 30.0
@@ -82,7 +84,8 @@ class FrontierMachine(RuleBasedStateMachine):
             inactive_after_s=INACTIVE_AFTER_S,
             max_due_wait_s=self.max_due_wait_s,
         )
-        self.store = STORE_FACTORIES[self.store_name](self.dir, queues, random.Random(0))
+        factory = {**STORE_FACTORIES, **REDIS_STORE_FACTORIES}[self.store_name]
+        self.store = factory(self.dir, queues, random.Random(0))
         config = FrontierConfig(
             queues=queues,
             politeness=PolitenessConfig(min_delay_s=1.0, delay_factor=2.0, max_delay_s=10.0),
@@ -101,6 +104,11 @@ class FrontierMachine(RuleBasedStateMachine):
         self.attempts: dict[str, int] = {}  # url -> failed attempts retried so far
         self.floating: set[str] = set()  # promoted with a hint: its place is not checked
         self.news: set[str] = set()  # revisited at level 0: the news lane, first in its host
+        self.ahead_max = 0.0  # the most a lease was taken ahead (its step ran that late)
+        # The Redis store keeps times as float milliseconds: near this clock's 1.7e9 s one
+        # ulp is 2.4e-7 s, and a time sent as an offset from now (a next allowed time, a
+        # lease's expiry: now + ahead + ttl, summed in ms) and read back moves by a few.
+        self.resolution_s = 1e-5 if isinstance(self.store, RedisStore) else 0.0
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         return self.loop.run_until_complete(coro)
@@ -135,11 +143,14 @@ class FrontierMachine(RuleBasedStateMachine):
 
         return self.run(read())
 
-    def check_short_batch(self, asked: int, got: int, next_ready_at: float | None) -> None:
-        """Fewer leases than asked: no host is left ready, and the wait named is right."""
+    def check_short_batch(
+        self, asked: int, got: int, next_ready_at: float | None, ahead_s: float = 0.0
+    ) -> None:
+        """Fewer leases than asked: no host is left ready (by ``ahead_s`` from now, for
+        a lease taken that far ahead), and the wait named is right."""
         if got >= asked:
             return
-        now = self.clock.now()
+        now = self.clock.now() + ahead_s
         counts = self.run(self.frontier.counts())
         assert counts.hosts_ready == 0, "a ready host was left unleased"
         if counts.hosts_active >= self.slots:
@@ -150,7 +161,8 @@ class FrontierMachine(RuleBasedStateMachine):
         if waiting:
             assert next_ready_at is not None, "hosts are waiting but no wake time was given"
             assert next_ready_at > now
-            assert next_ready_at <= min(self.next_at.get(h, 0.0) for h in waiting)
+            earliest = min(self.next_at.get(h, 0.0) for h in waiting)
+            assert next_ready_at <= earliest + self.resolution_s
 
     def check_batch_order(self, leases: tuple[Lease, ...]) -> None:
         """Heads of one batch come in non-decreasing level (see the module doc)."""
@@ -165,11 +177,16 @@ class FrontierMachine(RuleBasedStateMachine):
         ]
         assert levels == sorted(levels), f"a worse head was leased before a better: {levels}"
 
-    def check_lease(self, lease: Lease) -> None:
-        now = self.clock.now()
+    def check_lease(self, lease: Lease, ahead_s: float = 0.0) -> None:
+        now = self.clock.now() + ahead_s
         holder = self.live.get(lease.host_key)
         assert holder is None, f"two live leases on {lease.host_key}"
-        assert now >= self.next_at.get(lease.host_key, 0.0), "leased before next allowed time"
+        allowed_at = self.next_at.get(lease.host_key, 0.0)
+        assert now + self.resolution_s >= allowed_at, (
+            "leased before next allowed time (less the lease-ahead)"
+        )
+        # the request waits for the host's time, which the lease says exactly
+        assert lease.host.next_allowed_at == pytest.approx(allowed_at, abs=1e-6 + self.resolution_s)
         assert lease.url in self.added and lease.url not in self.done, "leased twice"
         host, level, seq = self.added[lease.url]
         assert host == lease.host_key
@@ -285,16 +302,18 @@ class FrontierMachine(RuleBasedStateMachine):
         after = self.run(self.frontier.counts())
         assert (after.queued, after.leased) == (before.queued, before.leased)
 
-    @rule(n=st.integers(1, 4))
-    def lease(self, n: int) -> None:
-        batch = self.run(self.frontier.lease(n))
-        self.reap_model()
+    @rule(n=st.integers(1, 4), ahead_s=st.sampled_from([0.0, 0.05, 0.5]))
+    def lease(self, n: int, ahead_s: float) -> None:
+        batch = self.run(self.frontier.lease(n, ahead_s=ahead_s))
+        self.ahead_max = max(self.ahead_max, ahead_s)
+        self.reap_model(ahead_s)
         self.check_batch_order(batch.leases)
         for lease in batch.leases:
-            self.check_lease(lease)
+            self.check_lease(lease, ahead_s)
+            assert lease.leased_at == pytest.approx(self.clock.now() + ahead_s)
         if batch.next_ready_at is not None and not batch.leases:
-            assert batch.next_ready_at > self.clock.now()
-        self.check_short_batch(n, len(batch.leases), batch.next_ready_at)
+            assert batch.next_ready_at > self.clock.now() + ahead_s
+        self.check_short_batch(n, len(batch.leases), batch.next_ready_at, ahead_s)
 
     @precondition(lambda self: bool(self.live))
     @rule(
@@ -346,7 +365,7 @@ class FrontierMachine(RuleBasedStateMachine):
         """A fetcher vanishes: its lease expires, its URL returns, its late completion is fenced."""
         host = sorted(self.live)[0]
         lease = self.live[host]
-        self.clock.set(max(self.clock.now(), lease.expires_at))
+        self.clock.set(max(self.clock.now(), lease.expires_at + self.resolution_s))
         batch = self.run(self.frontier.lease(len(HOSTS)))
         self.reap_model()
         assert lease.url in self.pending() or any(new.url == lease.url for new in batch.leases), (
@@ -357,8 +376,8 @@ class FrontierMachine(RuleBasedStateMachine):
         late = self.run(self.frontier.complete(lease, Outcome.no_request(self.clock.now())))
         assert late is None, "a late completion was accepted"
 
-    def reap_model(self) -> None:
-        now = self.clock.now()
+    def reap_model(self, ahead_s: float = 0.0) -> None:
+        now = self.clock.now() + ahead_s
         for host, lease in list(self.live.items()):
             if lease.expires_at <= now:
                 del self.live[host]
@@ -420,8 +439,17 @@ class FrontierMachine(RuleBasedStateMachine):
         assert counts.hosts_active + counts.hosts_inactive == counts.hosts_held
         now = self.clock.now()
         waiting = {self.added[u][0] for u in self.pending()} - set(self.live)
-        near = [h for h in waiting if now < self.next_at.get(h, 0.0) <= now + INACTIVE_AFTER_S]
-        # a snoozed host (holding a slot, not ready) waits less than the threshold
+        # a snoozed host (holding a slot, not ready) waits less than the threshold (from the
+        # step that placed it: a lease taken ahead runs that much later than now)
+        horizon = now + INACTIVE_AFTER_S + self.ahead_max
+        # ... and a host due now can be snoozed for a lease-ahead's time: an expired
+        # lease's host is placed at that step's time, now + ahead
+        near = [
+            h
+            for h in waiting
+            if self.next_at.get(h, 0.0) <= horizon
+            and (self.ahead_max > 0 or now < self.next_at.get(h, 0.0))
+        ]
         assert counts.hosts_snoozed <= len(near), (counts, near)
 
 
@@ -437,9 +465,18 @@ FrontierMachine.TestCase.settings = settings(
 )
 
 
+def _machine_stores() -> list[str]:
+    """The local stores; with ``COURTLY_PROPERTY_REDIS=1`` the Redis ones too (standalone
+    and the 3-master cluster: minutes each over the network, so not in ``make test``)."""
+    names = list(STORE_FACTORIES)
+    if os.environ.get("COURTLY_PROPERTY_REDIS") == "1":
+        names += list(REDIS_STORE_FACTORIES)
+    return names
+
+
 def _machines() -> dict[str, type[FrontierMachine]]:
     out: dict[str, type[FrontierMachine]] = {}
-    for name in STORE_FACTORIES:
+    for name in _machine_stores():
         for slots in (3, 8):
             key = f"{name}_{slots}_slots"
             attrs: dict[str, object] = {"store_name": name, "slots": slots}

@@ -121,8 +121,8 @@ class Crawler:
         if politeness is not None:
             fconfig = dataclasses.replace(fconfig, politeness=politeness)
         self._store = store if store is not None else open_store(config, fconfig.queues)
-        # Lease ahead only on a store that keeps time on this crawl's clock (not Redis).
-        self._ahead_s = 0.0 if is_shared(self._store) else LEASE_AHEAD_S
+        # Every store leases ahead (Redis maps the server's times onto this clock).
+        self._ahead_s = LEASE_AHEAD_S
         held = self._store.holds if isinstance(self._store, HeldHosts) else None
         self.ready_waits = ReadyWaits(held)
         """Fetchers idle while a host was ready (see :class:`ReadyWaits`)."""

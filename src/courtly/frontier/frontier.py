@@ -153,17 +153,18 @@ class Frontier:
         If fewer come back, ``next_ready_at`` says when the next host will be
         ready (``None``: none is waiting; only a completion can bring work).
         ``ahead_s`` also leases hosts that will be ready within that many seconds
-        (the store is asked as of ``now + ahead_s``): the caller then starts no
-        request before its lease's ``host.next_allowed_at``. Only for stores on the
-        caller's clock (memory, SQLite): the Redis store maps times through ``now``.
+        (the store's step runs as of ``now + ahead_s``, see
+        :meth:`~courtly.store.base.FrontierStore.lease`): the caller then starts no
+        request before its lease's ``host.next_allowed_at``.
 
         Each lease is announced (:class:`~courtly.events.HostLeased`, which the
         dashboard's host table checks against the host's allowed time) here, or, with
         ``announce=False``, by :meth:`begin` when the caller starts its request.
         """
         now = self._clock.now()
-        asked_at = now + max(0.0, ahead_s)
-        batch = await self.store.lease(asked_at, self.config.lease_ttl_s, max_leases)
+        batch = await self.store.lease(
+            now, self.config.lease_ttl_s, max_leases, ahead_s=max(0.0, ahead_s)
+        )
         if announce:
             publish = self.events.publish
             for lease in batch.leases:

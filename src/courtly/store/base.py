@@ -117,13 +117,23 @@ class FrontierStore(Protocol):
         """
         ...
 
-    async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
+    async def lease(
+        self, now_at: float, ttl_s: float, max_leases: int, *, ahead_s: float = 0.0
+    ) -> LeaseBatch:
         """Reclaim expired leases, then lease up to ``max_leases`` hosts whose time has come.
 
         Each lease takes the head URL of its host's back queue; the host leaves
         the ready heap until ``complete`` or ``release`` (or expiry). While fewer
         hosts are ready than asked for and a slot is free, due inactive hosts and
         then hosts from the front tier are taken in (a bounded number of pops).
+
+        **Leasing ahead.** ``ahead_s`` >= 0: the step runs as of ``now_at + ahead_s``
+        (one rule, the scheduler's, whatever the store): hosts due within that many
+        seconds are leased too, expiries that close are reclaimed, and each lease's
+        ``leased_at`` is that time and its ``expires_at`` ``ttl_s`` after it. The
+        caller starts no request under a lease before its ``host.next_allowed_at``,
+        which may still be ahead. A store on another clock (Redis: the server's) maps
+        that time onto the caller's no earlier than it is on its own clock.
         """
         ...
 

@@ -198,8 +198,10 @@ class MemoryStore:
     async def promote(self, entries: Sequence[QueuedUrl], now_at: float) -> list[bool]:
         return self._sched.promote(entries)
 
-    async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
-        leases, next_ready_at = self._sched.lease(now_at, ttl_s, max_leases)
+    async def lease(
+        self, now_at: float, ttl_s: float, max_leases: int, *, ahead_s: float = 0.0
+    ) -> LeaseBatch:
+        leases, next_ready_at = self._sched.lease(now_at + max(0.0, ahead_s), ttl_s, max_leases)
         return LeaseBatch(tuple(leases), next_ready_at)
 
     async def complete(

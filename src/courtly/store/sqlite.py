@@ -554,10 +554,13 @@ class SqliteStore:
         with self._step(now_at):
             return self._sched.promote(entries)
 
-    async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
-        with self._step(now_at):
+    async def lease(
+        self, now_at: float, ttl_s: float, max_leases: int, *, ahead_s: float = 0.0
+    ) -> LeaseBatch:
+        asked_at = now_at + max(0.0, ahead_s)
+        with self._step(asked_at):
             self._reserve_tokens(max_leases)
-            leases, next_ready_at = self._sched.lease(now_at, ttl_s, max_leases)
+            leases, next_ready_at = self._sched.lease(asked_at, ttl_s, max_leases)
             return LeaseBatch(tuple(leases), next_ready_at)
 
     async def complete(

@@ -58,9 +58,10 @@ ADD_BATCH: Final = 2_000
 MAX_IDLE_S: Final = 1.0
 """The task looks again at least this often, even with nothing to do."""
 LEASE_AHEAD_S: Final = 0.25
-"""Hosts due within this many seconds are leased now (memory and SQLite stores; the
-Redis store decides on its server's clock, so a shared crawl leases only what is due).
-A refill step late by less than this delays no request."""
+"""Hosts due within this many seconds are leased now, on every store (the Redis store
+leases as of its server's clock plus this, and maps the hosts' times onto this
+process's clock no earlier than they are on the server's). A refill step late by less
+than this delays no request."""
 SHARED_POLL_S: Final = 0.1
 """How often a process of a shared crawl asks again while other processes hold every
 host with work."""
@@ -222,7 +223,7 @@ class Refill:
         if room <= 0:
             return MAX_IDLE_S
         now = self._clock.now()
-        ahead = 0.0 if self.config.shared else LEASE_AHEAD_S
+        ahead = LEASE_AHEAD_S
         batch = await self.frontier.lease(room, ahead_s=ahead)
         leased_at = self._clock.now()
         loaded = await pipe.payloads.load_many(

@@ -24,9 +24,13 @@ the time (the contract suite's fake clock); a real crawl never sets it.
 
 **Steps.** ``add`` groups URLs by shard, one ADD per shard. ``lease`` reads the
 due index (one call on the crawl's slot, which also applies the pending index
-updates) and calls LEASE on the due shards, the request split between them; it
-also probes one more shard, round robin, every ``probe_interval_s``, which
-bounds how stale a lost index update can make a shard. ``complete`` of a lease
+updates) and calls LEASE on the due shards, the request split between them; the
+due shards of one read serve the leases of the next ``index_interval_s`` without
+another read (a lease is then one round trip). It also probes one more shard,
+round robin, every ``probe_interval_s``, which bounds how stale a lost index
+update can make a shard. A lease taken ahead (``ahead_s``) runs INDEX and LEASE as
+of the server's now plus that; see :meth:`RedisStore.lease` for how its hosts'
+times come back. ``complete`` of a lease
 whose discoveries all fall in its own shard is one COMPLETE; otherwise a FENCE
 first checks (and extends) the lease, the discoveries go to their shards, then
 COMPLETE runs, fenced again: a crash in between leaves discoveries whose page
@@ -179,9 +183,9 @@ class RedisStore(RevisitSeam):
     of the shard's master hold the write, so that a failover loses no acknowledged
     step (one more round trip per call; see docs/distributed.md, failure modes).
     ``index_interval_s`` > 0 lets the due shards of one index read serve the leases of
-    that long without another INDEX call (off by default: not measured on since the
-    fault it was turned off for was found elsewhere, a cancellation lost in the client;
-    see docs/distributed.md, lost cancellations).
+    that long without another INDEX call (a lease is then one round trip, the LEASE
+    calls); a shard that comes due meanwhile waits at most that long to be seen, or
+    the probe's turn (``probe_interval_s``). 0 reads the index on every lease.
     """
 
     def __init__(
@@ -194,7 +198,7 @@ class RedisStore(RevisitSeam):
         rng: random.Random | None = None,
         server_clock: bool = True,
         probe_interval_s: float = 0.05,
-        index_interval_s: float = 0.0,
+        index_interval_s: float = 0.025,
         retry_s: float = 60.0,
         replica_acks: int = 0,
         replica_wait_s: float = 0.05,
@@ -340,21 +344,33 @@ class RedisStore(RevisitSeam):
         await self._flush_index()
         return moved
 
-    async def lease(self, now_at: float, ttl_s: float, max_leases: int) -> LeaseBatch:
+    async def lease(
+        self, now_at: float, ttl_s: float, max_leases: int, *, ahead_s: float = 0.0
+    ) -> LeaseBatch:
+        """The contract's lease; with ``ahead_s`` every script runs as of the server's now
+        plus that (INDEX counts the shards due by then, LEASE leases as of then), and a
+        lease's ``host.next_allowed_at`` ahead of the server's now is mapped onto the
+        caller's clock from the moment the reply came back (:meth:`_leases`), so a request
+        started at it starts no earlier on the server's clock."""
         await self.open()
         started = time.monotonic()
+        ahead_s = max(0.0, ahead_s)
         cached = self._cached_due(started)
         if cached:
             # the due shards of an index read younger than index_interval_s: no INDEX call
-            batch = await self._lease_from(cached, len(cached), [], now_at, ttl_s, max_leases)
+            batch = await self._lease_from(
+                cached, len(cached), [], now_at, ttl_s, max_leases, ahead_s, started
+            )
             if batch.leases:
                 self._note_leases(batch.leases, started, ttl_s)
                 return batch
         k = max(8, 2 * max_leases + 2)
-        due_count, candidates, nexts = await self._index(k, now_at)
+        due_count, candidates, nexts = await self._index(k, now_at, ahead_s)
         self._due_cache = list(candidates)
         self._due_cache_until = started + self._index_interval_s
-        batch = await self._lease_from(candidates, due_count, nexts, now_at, ttl_s, max_leases)
+        batch = await self._lease_from(
+            candidates, due_count, nexts, now_at, ttl_s, max_leases, ahead_s, started
+        )
         self._note_leases(batch.leases, started, ttl_s)
         return batch
 
@@ -366,9 +382,12 @@ class RedisStore(RevisitSeam):
         now_at: float,
         ttl_s: float,
         max_leases: int,
+        ahead_s: float,
+        started: float,
     ) -> LeaseBatch:
         """LEASE on up to ``ceil(max_leases / 4)`` of the due ``candidates`` (at random),
-        and on the probe's shard when its turn has come."""
+        and on the probe's shard when its turn has come; ``started``: the monotonic
+        time the lease began."""
         shards = self._layout.shards
         candidates = list(candidates)
         self._rng.shuffle(candidates)
@@ -378,28 +397,32 @@ class RedisStore(RevisitSeam):
         if probe is not None and probe not in visits:
             visits.append(probe)
             asks.append(0 if candidates else max_leases)
+        ahead_ms = ahead_s * 1000.0
         replies = await asyncio.gather(
             *(
-                self._shard_call("lease", shard, now_at, [ask, ttl_s * 1000.0])
+                self._shard_call("lease", shard, now_at, [ask, ttl_s * 1000.0, ahead_ms])
                 for shard, ask in zip(visits, asks, strict=True)
             )
         )
+        back_at = now_at + max(0.0, time.monotonic() - started)
         leases: list[Lease] = []
         next_at: float | None = None
         for shard, ask, reply in zip(visits, asks, replies, strict=True):
-            got = self._leases(reply, now_at, ttl_s)
+            got = self._leases(reply, now_at, ttl_s, ahead_s, back_at)
             leases.extend(got)
             if reply.next_ms is not None:
                 next_at = _least(next_at, self._to_caller(reply.next_ms))
-            if len(got) < ask or reply.due_ms is None or reply.due_ms > reply.now_ms:
+            if len(got) < ask or reply.due_ms is None or reply.due_ms > reply.now_ms + ahead_ms:
                 self._drop_due(shard)  # drained (by this lease or another fetcher's)
         visited = set(visits)
         if due_count > len(visited & set(candidates)):
-            next_at = _least(next_at, now_at)
+            next_at = _least(next_at, now_at + ahead_s)
         for shard, at in nexts:
             if shard not in visited:
                 next_at = _least(next_at, self._to_caller(at))
                 break
+        if next_at is not None:  # the step ran as of now + ahead: nothing comes before it
+            next_at = max(next_at, now_at + ahead_s)
         return LeaseBatch(tuple(leases), next_at)
 
     def _cached_due(self, now: float) -> list[int]:
@@ -764,13 +787,13 @@ class RedisStore(RevisitSeam):
         return (server_ms - self._offset_ms) / 1000.0
 
     async def _index(
-        self, k: int, now_at: float | None
+        self, k: int, now_at: float | None, ahead_s: float = 0.0
     ) -> tuple[int, list[int], list[tuple[int, float]]]:
-        """Apply the pending updates; how many shards are due, up to ``k`` of them, and
-        the ``k`` earliest (shard, next ms)."""
+        """Apply the pending updates; how many shards are due by now + ``ahead_s``, up to
+        ``k`` of them, and the ``k`` earliest (shard, next ms)."""
         pending, self._pending = self._pending, {}
         now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
-        args: list[Any] = [repr(now), k]
+        args: list[Any] = [repr(now), k, ahead_s * 1000.0]
         for shard, (version, due, nxt) in pending.items():
             args.extend((shard, version, due, nxt))
         keys = [self._crawl_key + "due", self._crawl_key + "dv", self._crawl_key + "nx"]
@@ -800,16 +823,31 @@ class RedisStore(RevisitSeam):
         self._probe_next = (shard + 1) % shards
         return shard
 
-    def _leases(self, reply: _Reply, now_at: float, ttl_s: float) -> list[Lease]:
+    def _leases(
+        self, reply: _Reply, now_at: float, ttl_s: float, ahead_s: float, back_at: float
+    ) -> list[Lease]:
+        """The leases of a LEASE reply, taken as of ``now_at + ahead_s`` (the script's
+        step time). A host due after the server's now (leased ahead) has its next allowed
+        time mapped from ``back_at``, the caller's time when the reply was back, which is
+        after the server's now: waiting until then starts no request early on the
+        server's clock, whatever the round trip took (the offset of :meth:`_to_caller`,
+        taken from ``now_at``, maps it up to a round trip early)."""
         out: list[Lease] = []
         rest = reply.rest
+        leased_at = now_at + ahead_s
+        expires_at = leased_at + ttl_s
         for i in range(0, len(rest), 5):
             host_key = _s(rest[i])
             entry = _s(rest[i + 2])
             depth, url = decode_entry(entry)
-            state = decode_state(host_key, self._to_caller(float(rest[i + 3])), _s(rest[i + 4]))
-            token, expires_at, attempts = int(rest[i + 1]), now_at + ttl_s, decode_attempts(entry)
-            out.append(Lease(token, host_key, url, depth, now_at, expires_at, state, attempts))
+            next_ms = float(rest[i + 3])
+            if self._server_clock and next_ms > reply.now_ms:
+                allowed_at = back_at + (next_ms - reply.now_ms) / 1000.0
+            else:
+                allowed_at = self._to_caller(next_ms)
+            state = decode_state(host_key, allowed_at, _s(rest[i + 4]))
+            token, attempts = int(rest[i + 1]), decode_attempts(entry)
+            out.append(Lease(token, host_key, url, depth, leased_at, expires_at, state, attempts))
         return out
 
     def _state_args(self, lease: Lease, host: HostState, now_at: float) -> tuple[str, ...]:

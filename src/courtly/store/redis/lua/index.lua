@@ -1,8 +1,9 @@
 -- INDEX (the crawl's own slot): KEYS[1] due zset (shard -> when it needs a visit),
 -- KEYS[2] version hash, KEYS[3] next zset (shard -> when its next lease could come).
--- ARGV[1] now ms (negative: the server's TIME), ARGV[2] k, then (shard, version, due,
--- next) updates, '' for none. An update older than the stored version of its shard is
--- ignored, so updates may arrive in any order, from any fetcher.
+-- ARGV[1] now ms (negative: the server's TIME), ARGV[2] k, ARGV[3] ahead ms (a shard
+-- due by now + ahead counts as due: the lease that follows runs as of that time), then
+-- (shard, version, due, next) updates, '' for none. An update older than the stored
+-- version of its shard is ignored, so updates may arrive in any order, from any fetcher.
 -- Returns {now, number of due shards, up to k due shards, k lowest next: shard, ms, ...}.
 local now = tonumber(ARGV[1])
 if now < 0 then
@@ -10,7 +11,8 @@ if now < 0 then
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local k = tonumber(ARGV[2])
-for i = 3, #ARGV, 4 do
+local due_by = now + math.max(0, tonumber(ARGV[3]))
+for i = 4, #ARGV, 4 do
   local shard, v = ARGV[i], tonumber(ARGV[i + 1])
   if v > tonumber(redis.call('HGET', KEYS[2], shard) or '-1') then
     redis.call('HSET', KEYS[2], shard, v)
@@ -21,6 +23,6 @@ for i = 3, #ARGV, 4 do
   end
 end
 if k == 0 then return {string.format('%.17g', now), 0, {}, {}} end
-return {string.format('%.17g', now), redis.call('ZCOUNT', KEYS[1], '-inf', now),
-  redis.call('ZRANGE', KEYS[1], '-inf', now, 'BYSCORE', 'LIMIT', 0, k),
+return {string.format('%.17g', now), redis.call('ZCOUNT', KEYS[1], '-inf', due_by),
+  redis.call('ZRANGE', KEYS[1], '-inf', due_by, 'BYSCORE', 'LIMIT', 0, k),
   redis.call('ZRANGE', KEYS[3], 0, k - 1, 'WITHSCORES')}

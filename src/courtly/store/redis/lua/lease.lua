@@ -1,9 +1,14 @@
--- LEASE: ARGV[3] max leases, ARGV[4] ttl ms. Reclaim expired leases (their URL is still
--- at the head of its queue), wake due inactive hosts into free slots, then lease ready
--- hosts, taking hosts in from the front tier while slots are free (at most
--- max(scan, 4 * max) front pops). Returns the reply head, then per lease:
--- host, token, entry, next allowed ms, state payload.
+-- LEASE: ARGV[3] max leases, ARGV[4] ttl ms, ARGV[5] ahead ms. Reclaim expired leases
+-- (their URL is still at the head of its queue), wake due inactive hosts into free
+-- slots, then lease ready hosts, taking hosts in from the front tier while slots are
+-- free (at most max(scan, 4 * max) front pops). The step runs as of now + ahead (the
+-- scheduler's lease as of now_at + ahead_s: hosts due that soon are leased, their
+-- request waits for their time); the reply head (now, next, due) is the server's own.
+-- Returns the reply head, then per lease: host, token, entry, next allowed ms, state
+-- payload.
 local maxl, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
+local SERVER_NOW = NOW
+NOW = NOW + math.max(0, tonumber(ARGV[5] or '0'))
 
 local expired = redis.call('ZRANGEBYSCORE', P .. 'x', '-inf', NOW, 'LIMIT', 0, 256)
 for _, host in ipairs(expired) do
@@ -102,6 +107,10 @@ while n < maxl do
   end
 end
 
+-- the shard's next and due times as of the server's own now, whatever this caller's
+-- ahead: the index they go to serves every caller (the store puts a caller's next
+-- ready time no earlier than its now + ahead)
+NOW = SERVER_NOW
 local nxt, due = next_times(scan == 0)
 finish()
 return reply(nxt, due, out)

@@ -328,10 +328,33 @@ local function promote_url(host, entry, level)
   return false
 end
 
+-- The one admission rule of ADD, REVISIT and DUE (the scheduler's add): a retired host
+-- refuses (4); the host's queue cap and the shard's share of the crawl's (-1: none)
+-- refuse (2, 3), a leased head not counted against the host's; then the seen-set (1),
+-- unless the URL is known (a revisit: an unknown URL is marked seen as well). An
+-- admitted URL (0) is routed (route: its host's back queue at its rank when the host is
+-- held with none of its URLs in the front tier, else the front tier at its level; a
+-- known URL at level 0 is the news lane, rank 0).
+local function admit(host, level, entry, h1, h2, hostcap, crawlcap, known)
+  if redis.call('HEXISTS', P .. 'hr', host) == 1 then return 4 end
+  local queued = tonumber(redis.call('HGET', P .. 'hq', host) or '0')
+  if hostcap >= 0 or crawlcap >= 0 then
+    local q = queued
+    if redis.call('HEXISTS', P .. 'l', host) == 1 then q = q - 1 end
+    if hostcap >= 0 and q >= hostcap then return 2 end
+    if crawlcap >= 0 and fs + bs >= crawlcap then return 3 end
+  end
+  if not seen_add(h1, h2) and not known then return 1 end
+  route(host, entry, level, known and level <= 0, queued)
+  hq_add(host, 1)
+  return 0
+end
+
 -- ADD of entries at ARGV[base...]: host cap, crawl cap (-1: none), referrer, then
 -- (host, level, entry, h1, h2, catalogue?) per URL, catalogue? being '1' (catalogue a new
--- URL with the referrer above), '>' .. a referrer of its own, or '0'; one status each.
--- A level ending in '^' is a lift (QueuedUrl.lift): a SEEN URL is promoted to it.
+-- URL with the referrer above), '>' .. a referrer of its own, or '0'; one status each
+-- (admit's); ``known``: the URLs were fetched before (REVISIT). A level ending in '^' is
+-- a lift (QueuedUrl.lift): a SEEN URL is promoted to it.
 local function add_entries(base, known)
   local hostcap, crawlcap = tonumber(ARGV[base]), tonumber(ARGV[base + 1])
   local referrer = ARGV[base + 2]
@@ -344,31 +367,16 @@ local function add_entries(base, known)
       level, lift = string.sub(level, 1, -2), true
     end
     level = tonumber(level)
-    local status = 0
-    if redis.call('HEXISTS', P .. 'hr', host) == 1 then
-      status = 4
-    else
-      local queued = tonumber(redis.call('HGET', P .. 'hq', host) or '0')
-      if hostcap >= 0 or crawlcap >= 0 then
-        local q = queued
-        if redis.call('HEXISTS', P .. 'l', host) == 1 then q = q - 1 end
-        if hostcap >= 0 and q >= hostcap then status = 2
-        elseif crawlcap >= 0 and fs + bs >= crawlcap then status = 3 end
-      end
-      if status == 0 then
-        if not seen_add(tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4])) and not known then
-          status = 1
-          if lift then lifted[#lifted + 1] = {host, entry, level} end
-        else
-          route(host, entry, level, known and level <= 0, queued)
-          hq_add(host, 1)
-          local cat = ARGV[i + 5]
-          if cat == '1' then
-            cat_found(entry_url(entry), 'D' .. entry_depth(entry), referrer)
-          elseif string.byte(cat, 1) == 62 then  -- '>' .. the entry's own referrer
-            cat_found(entry_url(entry), 'D' .. entry_depth(entry), string.sub(cat, 2))
-          end
-        end
+    local status = admit(host, level, entry, tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]),
+      hostcap, crawlcap, known)
+    if status == 1 and lift then
+      lifted[#lifted + 1] = {host, entry, level}
+    elseif status == 0 then
+      local cat = ARGV[i + 5]
+      if cat == '1' then
+        cat_found(entry_url(entry), 'D' .. entry_depth(entry), referrer)
+      elseif string.byte(cat, 1) == 62 then  -- '>' .. the entry's own referrer
+        cat_found(entry_url(entry), 'D' .. entry_depth(entry), string.sub(cat, 2))
       end
     end
     out[#out + 1] = status
