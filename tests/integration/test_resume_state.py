@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from courtly.config import CrawlConfig
-from courtly.crawl import STATUS_FILE, Crawler
+from courtly.crawl import STATUS_FILE, Crawler, CrawlSnapshot
 from courtly.exit_codes import ExitCode
 from courtly.sandbox import SandboxServer, SandboxSpec, audit, load_log
 
@@ -40,16 +40,38 @@ def _config(web: SandboxServer, state: Path, **overrides: Any) -> CrawlConfig:
     ).with_overrides(**overrides)
 
 
+SAFETY_MAX_TIME_S = 60.0
+"""A limit against a crawl that would not stop: the runs below stop on their own count."""
+
+
+async def _run_for_pages(config: CrawlConfig, pages: int) -> CrawlSnapshot:
+    """Run a crawl of ``config`` and stop it (``request_stop``) once it has fetched
+    ``pages`` pages: a stop on the work done, where a ``max_time`` of a few seconds was
+    outlasted on a loaded machine before any page (robots.txt only: seen in a full run)."""
+    crawler = Crawler(config)
+
+    async def stop_when_enough() -> None:
+        while crawler.stats.pages < pages:  # noqa: ASYNC110 (the crawl's count is the evidence)
+            await asyncio.sleep(0.02)
+        crawler.request_stop("enough pages")
+
+    watcher = asyncio.create_task(stop_when_enough())
+    try:
+        return await crawler.run()
+    finally:
+        watcher.cancel()
+
+
 @pytest.mark.integration
 async def test_a_resumed_crawl_keeps_robots_decisions_and_politeness(tmp_path: Path) -> None:
     async with SandboxServer(SandboxSpec.small(), workdir=tmp_path / "web") as web:
-        first = _config(web, tmp_path / "state", max_time_s=3.0, total_timeout_s=2.0)
-        snapshot = await Crawler(first).run()
-        assert snapshot.pages > 0
+        first = _config(web, tmp_path / "state", max_time_s=SAFETY_MAX_TIME_S, total_timeout_s=2.0)
+        snapshot = await _run_for_pages(first, 20)
+        assert snapshot.pages > 0 and snapshot.stop_reason == "enough pages", snapshot
         split_at = time.time()
         # The same state directory, no seeds given: the crawl resumes from what it stored.
-        second = first.with_overrides(seeds=(), max_time_s=3.0)
-        resumed = await Crawler(second).run()
+        second = first.with_overrides(seeds=())
+        resumed = await _run_for_pages(second, 10)
     # Read once the server has stopped: it flushes its log every 0.5 s and on stopping, so
     # a read while it runs can miss the last second of requests (on a loaded machine, all
     # of the resumed run's: seen in a full run of the suite).
