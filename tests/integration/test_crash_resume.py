@@ -8,13 +8,14 @@ resumed with the same command until it ends by itself with an empty frontier. An
 of an identical fresh sandbox is the reference. Then, from the server's logs:
 
 * the set of URLs fetched is the reference's set: nothing lost;
-* a URL is fetched again after a final answer only because of a kill: its
-  earlier answer ended at most :data:`REPEAT_WINDOW_S` before a kill (a request
-  still in flight for the crawler: answered by the server, but not yet read,
-  archived and completed), and no kill repeats more than the leases that can be in
-  flight (``CONCURRENCY``): only the requests in flight repeat. This holds with the
-  default ``durability="crash"`` (every step commits); ``"power"`` batches commits
-  and may repeat a commit window's worth (see docs/state.md);
+* a URL is fetched again after a final answer only because of a kill that came
+  before the crawler had committed that answer: the catalogue, read from the state
+  right after each kill (what the crawler recorded, not how long ago the server
+  answered), does not hold the URL as answered. At no kill does the crawler hold more
+  answered but uncommitted pages than the leases that can be in flight
+  (``CONCURRENCY``), so only the requests in flight repeat, and none repeats more.
+  This holds with the default ``durability="crash"`` (every step commits); ``"power"``
+  batches commits and may repeat a commit window's worth (see docs/state.md);
 * the politeness audit over the whole log, restarts included, finds nothing but
   those repeats;
 * every WARC file reads back with warcio to its last byte (torn tails, including one
@@ -70,9 +71,6 @@ KILL_WHILE_FETCHING_S = (0.0, 1.0)
 """Every other run is killed this long after its first request (see the module doc)."""
 MIN_DELAY_S = 0.02
 CONCURRENCY = 8
-REPEAT_WINDOW_S = 0.3
-"""How long before a kill an answer may have ended and still be repeated: the time to
-read, archive and complete a response on a busy machine (every step commits at once)."""
 RUN_TIMEOUT_S = 60.0
 
 CRASH_SPEC = replace(
@@ -107,11 +105,14 @@ class Repeat:
     kill_at: float | None
     """The first kill after the first fetch began, if before the second (None: no kill
     between them). A kill is timed once the process is dead."""
+    committed: bool
+    """Whether the catalogue held the URL as answered right after that kill (the crawler
+    had committed the first answer, and still fetched it again: unexplained)."""
 
     @property
-    def before_kill_s(self) -> float:
-        """How long before the kill the first answer ended (negative: still in flight)."""
-        return float("inf") if self.kill_at is None else self.kill_at - self.first.end_at
+    def explained(self) -> bool:
+        """A kill came between the two fetches, before the first answer was committed."""
+        return self.kill_at is not None and not self.committed
 
 
 def _command(web: LiveWeb, state: Path) -> list[str]:
@@ -212,11 +213,31 @@ def _fetched(truth: SandboxTruth, records: list[RequestRecord]) -> set[tuple[str
     return {key for rec in records if (key := _page_key(truth, rec)) is not None}
 
 
+def _final(status: int) -> bool:
+    """An answer after which the URL is done (not a throttle, a server error, no answer)."""
+    return status not in (0, 408, 429) and status < 500
+
+
+def _answered(entries: list[CatalogueEntry]) -> set[tuple[str, str]]:
+    """(host, path) of every URL the catalogue holds with a final answer: committed."""
+    out: set[tuple[str, str]] = set()
+    for entry in entries:
+        if entry.status is not None and _final(entry.status):
+            host, _, path = split_url(entry.url)
+            out.add((host, path))
+    return out
+
+
 def _repeats(
-    truth: SandboxTruth, records: list[RequestRecord], kills_at: list[float]
+    truth: SandboxTruth,
+    records: list[RequestRecord],
+    kills_at: list[float],
+    committed: list[set[tuple[str, str]]],
 ) -> list[Repeat]:
     """Fetches after a final answer (what the audit counts as duplicates), each with the
-    latest earlier final answer and the kill that undid it (the first one after it)."""
+    latest earlier final answer, the kill that undid it (the first one after it) and
+    whether the catalogue held that URL as answered right after that kill (``committed``:
+    one set per kill, :func:`_answered`)."""
     final: dict[tuple[str, str], RequestRecord] = {}
     found: list[Repeat] = []
     for rec in records:
@@ -225,10 +246,19 @@ def _repeats(
             continue
         if key in final:
             first = final[key]
-            between = [k for k in kills_at if first.start_at <= k <= rec.start_at]
+            between = [i for i, k in enumerate(kills_at) if first.start_at <= k <= rec.start_at]
             url = f"{key[0]}{key[1]}"
-            found.append(Repeat(url, first, rec, between[0] if between else None))
-        if rec.status not in (0, 408, 429) and rec.status < 500:
+            kill = between[0] if between else None
+            found.append(
+                Repeat(
+                    url,
+                    first,
+                    rec,
+                    None if kill is None else kills_at[kill],
+                    kill is not None and key in committed[kill],
+                )
+            )
+        if _final(rec.status):
             final[key] = rec
     return found
 
@@ -238,14 +268,25 @@ def _in_flight(records: list[RequestRecord], kill_at: float) -> int:
     return sum(1 for rec in records if rec.start_at <= kill_at <= rec.end_at)
 
 
-def _exposed(truth: SandboxTruth, records: list[RequestRecord], kill_at: float) -> int:
-    """Page requests a kill can undo: in flight, or answered within the repeat window."""
-    return sum(
-        1
-        for rec in records
-        if _page_key(truth, rec) is not None
-        and rec.start_at <= kill_at
-        and rec.end_at >= kill_at - REPEAT_WINDOW_S
+def _uncommitted(
+    truth: SandboxTruth,
+    records: list[RequestRecord],
+    began_at: float,
+    kill_at: float,
+    committed: set[tuple[str, str]],
+) -> int:
+    """Pages the killed run asked for (its requests began after ``began_at``) and the
+    server answered for good, whose answer the catalogue did not hold after the kill:
+    what the kill can undo. Each holds a lease until its answer is committed."""
+    return len(
+        {
+            key
+            for rec in records
+            if began_at <= rec.start_at <= kill_at
+            and _final(rec.status)
+            and (key := _page_key(truth, rec)) is not None
+            and key not in committed
+        }
     )
 
 
@@ -280,12 +321,15 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     log = tmp_path / "crawl.log"
     command = _command(web, state)
     kills_at: list[float] = []
+    runs_began_at: list[float] = []  # when each killed run was started
+    committed: list[set[tuple[str, str]]] = []  # the catalogue's answered URLs at each kill
     torn_tails = torn_on_purpose = 0
     runs = 0
     try:
         while len(kills_at) < KILLS:
             runs += 1
             logged_before = web.server.requests_logged
+            began_at = time.time()
             proc = _start(command, log)
             kill_after_s = KILL_AFTER_S
             if runs % 2 == 0:
@@ -299,6 +343,8 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path: Path) -> None:
                 os.kill(proc.pid, signal.SIGKILL)
                 proc.wait()
                 kills_at.append(time.time())  # dead by now: nothing it sent is later
+                runs_began_at.append(began_at)
+                committed.append(_answered(_catalogue(web, state)))
             else:
                 pytest.fail(
                     f"the crawl ended (rc {rc}) after {len(kills_at)} kills: the web is too "
@@ -348,29 +394,34 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     assert fetched_paths(catalogue) == fetched_paths(ref_catalogue)
 
     # Repeats: only what a kill explains, bounded by the requests it could have cut short.
-    repeats = _repeats(truth, records, kills_at)
+    repeats = _repeats(truth, records, kills_at, committed)
     in_flight = [_in_flight(records, at) for at in kills_at]
-    exposed = [_exposed(truth, records, at) for at in kills_at]
+    exposed = [
+        _uncommitted(truth, records, began, at, done)
+        for began, at, done in zip(runs_began_at, kills_at, committed, strict=True)
+    ]
     per_kill = Counter(r.kill_at for r in repeats)
     repeated = [per_kill.get(at, 0) for at in kills_at]
     summary = (
         f"{len(kills_at)} kills in {runs} runs; torn WARC tails {torn_tails} "
         f"(+{torn_on_purpose} made); "
         f"repeats {len(repeats)} (per kill {repeated}; bound kills x concurrency "
-        f"{len(kills_at) * CONCURRENCY}); exposed per kill {exposed}; "
+        f"{len(kills_at) * CONCURRENCY}); answered but not committed per kill {exposed}; "
         f"server-side in flight at the kills {in_flight}; "
-        f"worst answer-to-kill {max((r.before_kill_s for r in repeats), default=0.0):.3f} s; "
+        f"worst answer-to-kill "
+        f"{max((r.kill_at - r.first.end_at for r in repeats if r.kill_at), default=0.0):.3f} s; "
         f"reference {reference_s:.1f} s, total {elapsed_s:.1f} s; "
         f"requests {len(records)} vs {len(ref_records)} uninterrupted"
     )
     print(summary)
-    unexplained = [r for r in repeats if r.before_kill_s > REPEAT_WINDOW_S]
+    unexplained = [r for r in repeats if not r.explained]
     assert not unexplained, (summary, unexplained[:5])
-    # Only the requests in flight repeat: each kill undoes at most the leases it cut short,
-    # and never more than the server saw answered or running around that moment.
-    assert all(n <= CONCURRENCY for n in repeated), summary
+    # Only the requests in flight repeat: at a kill the crawler holds at most as many
+    # answered, uncommitted pages as it has leases (every step commits before the next
+    # lease), and a kill undoes at most those.
+    assert all(n <= CONCURRENCY for n in exposed), summary
     assert all(n <= bound for n, bound in zip(repeated, exposed, strict=True)), summary
-    assert not _repeats(ref_truth, ref_records, []), "the uninterrupted crawl repeated itself"
+    assert not _repeats(ref_truth, ref_records, [], []), "the uninterrupted crawl repeated itself"
     assert torn_on_purpose == 1
 
     # Politeness over the whole log, restarts included; duplicates only as explained above.

@@ -33,7 +33,6 @@ from yarl import URL
 from courtly.autoscale import AutoscaleConfig
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
-from courtly.clock import SystemClock
 from courtly.config import CrawlConfig
 from courtly.crawl import STATUS_FILE, Crawler, CrawlSnapshot, Page, open_store
 from courtly.events import AttemptRetried, Event
@@ -62,6 +61,7 @@ if TYPE_CHECKING:
         MIN_DELAY_S,
         PER_IP,
         UA,
+        LeapingClock,
         LiveWeb,
         assert_polite,
         catalogue_of,
@@ -74,6 +74,7 @@ else:  # tests/integration is no package: pytest imports its conftest as "confte
         MIN_DELAY_S,
         PER_IP,
         UA,
+        LeapingClock,
         LiveWeb,
         assert_polite,
         catalogue_of,
@@ -851,11 +852,15 @@ class _HangingPages:
 
     def __init__(self) -> None:
         self.cancelled = 0
+        self.pages_started = 0
+        self.robots_asked = 0
         self.started = asyncio.Event()
 
     async def __call__(self, url: str) -> tuple[int, bytes]:
         if url.endswith("/robots.txt"):
+            self.robots_asked += 1
             return (404, b"")
+        self.pages_started += 1
         self.started.set()
         try:
             await asyncio.Event().wait()
@@ -863,6 +868,12 @@ class _HangingPages:
             self.cancelled += 1
             raise
         raise AssertionError("unreachable")
+
+
+GRACE_MAX_TIME_S = 60.0
+"""The crawl's ``max_time`` in the stop-grace test: the test leaps the crawl's clock to it
+once the requests it checks have begun (a loaded machine took more than 2 s to begin
+them, and the limit came first)."""
 
 
 @pytest.mark.parametrize("hang", [True, False])
@@ -873,18 +884,35 @@ def test_max_time_ends_the_crawl_within_the_stop_grace(tmp_path: Path, hang: boo
         state_dir=tmp_path / "state",
         user_agent=UA,
         seeds=seeds,
-        max_time_s=2.0,  # time for the first requests even on a loaded machine
+        max_time_s=GRACE_MAX_TIME_S,
         min_delay_s=MIN_DELAY_S,
         store="memory",
         progress_interval_s=0.5,
     )
+    clock = LeapingClock()
+    throttled = 0
+
+    def throttle(url: str) -> tuple[int, dict[str, str], bytes]:
+        nonlocal throttled
+        throttled += 1
+        return (503, {"Retry-After": "3600"}, b"")
+
+    def begun() -> bool:
+        """Both pages hang (both robots.txt answered 503: nothing can be in flight)."""
+        return handler.pages_started == len(seeds) if hang else throttled == len(seeds)
+
+    async def leap_once_begun() -> None:
+        while not begun():  # noqa: ASYNC110 (the fetcher's calls are the evidence)
+            await asyncio.sleep(0.02)
+        clock.leap(GRACE_MAX_TIME_S)
 
     async def crawl() -> CrawlSnapshot:
-        if hang:
-            fetcher = MemoryFetcher(handler, SystemClock())
-        else:  # a host that is never ready: nothing is in flight at the deadline
-            fetcher = MemoryFetcher(lambda url: (503, {"Retry-After": "3600"}, b""), SystemClock())
-        return await Crawler(config, fetcher=fetcher, stop_grace_s=1.0).run()
+        # hang=False: a host that is never ready, nothing is in flight at the deadline
+        fetcher = MemoryFetcher(handler if hang else throttle, clock)
+        leaping = asyncio.create_task(leap_once_begun())
+        snapshot = await Crawler(config, fetcher=fetcher, clock=clock, stop_grace_s=1.0).run()
+        assert leaping.done(), "the crawl stopped before its requests began"
+        return snapshot
 
     snapshot = run_async(crawl())
     assert snapshot.stop_reason == "max_time" and snapshot.finished
@@ -894,5 +922,5 @@ def test_max_time_ends_the_crawl_within_the_stop_grace(tmp_path: Path, hang: boo
         assert snapshot.counts.leased == 0 and snapshot.counts.queued == len(seeds)
     else:  # robots.txt answered 503: both hosts wait out Retry-After, nothing in flight
         assert handler.cancelled == 0
-        assert snapshot.robots_fetches == len(seeds)
+        assert snapshot.robots_fetches == len(seeds) == throttled
         assert snapshot.counts.leased == 0 and snapshot.counts.queued == len(seeds)

@@ -31,7 +31,9 @@ from courtly.store.memory import MemoryStore
 from courtly.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import LiveWeb
+    from tests.integration.conftest import LeapingClock, LiveWeb
+else:  # tests/integration is no package: pytest imports its conftest as "conftest"
+    from conftest import LeapingClock
 
 UA = "mybot/1.0 (+https://example.org/bot)"
 HTML = {"Content-Type": "text/html"}
@@ -73,27 +75,6 @@ async def _catalogue(state: Path) -> dict[str, CatalogueEntry]:
         return {entry.url: entry async for entry in store.catalogue()}
     finally:
         await store.aclose()
-
-
-class LeapingClock(SystemClock):
-    """The wall clock, which the test can move forward (``leap``): a ``max_time`` stop
-    then comes as soon as the work the test waits for is done, however long a loaded
-    machine took to do it, instead of at a wall-clock moment that may come first."""
-
-    def __init__(self) -> None:
-        self.ahead_s = 0.0
-
-    def now(self) -> float:
-        return super().now() + self.ahead_s
-
-    def leap(self, delta_s: float) -> None:
-        self.ahead_s += delta_s
-
-    async def sleep(self, delay_s: float) -> None:
-        deadline = self.now() + delay_s
-        # No event to wait on: a leap moves the clock, and ends the sleep within 50 ms.
-        while (left_s := deadline - self.now()) > 0:  # noqa: ASYNC110
-            await asyncio.sleep(min(left_s, 0.05))
 
 
 MAX_TIME_S = 60.0

@@ -16,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 from tests.redis_servers import (
     RedisCluster,
     cluster_url,
@@ -35,6 +36,7 @@ from courtly.frontier.records import AddStatus, Lease, QueuedUrl
 from courtly.store.redis import RedisLayout, RedisStore
 from courtly.store.redis.address import connect
 from courtly.store.redis.codec import shard_of
+from courtly.store.redis.scripts import SHARD_SCRIPTS, script_text
 
 pytestmark = pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
 
@@ -405,3 +407,84 @@ async def test_the_store_rides_out_a_master_failover_and_with_replica_acks_loses
     finally:
         await store.aclose()
         cluster.stop()
+
+
+class LosingReplies:
+    """A Redis client whose shard script calls named in ``lose`` run on the server and then
+    fail as a dropped connection does (``ConnectionError``), once each: the reply is lost
+    after the step was made. The cluster client sends the same call again by itself in
+    that case (its connections are closed under calls in flight each time it refreshes
+    its slot map, as it does every few MOVED replies of a reshard), and so does the store."""
+
+    def __init__(self, client: Any, lose: set[str]) -> None:
+        self._client = client
+        self.lose = lose
+        self.lost: list[str] = []
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def register_script(self, text: str) -> Any:
+        script = self._client.register_script(text)
+        name = next((n for n in SHARD_SCRIPTS if script_text(n) == text), None)
+
+        async def call(**kwargs: Any) -> Any:
+            raw = await script(**kwargs)
+            if name in self.lose and raw != [b"moving"]:
+                self.lose.discard(name)
+                self.lost.append(name)
+                raise RedisConnectionError("Connection closed by server.")
+            return raw
+
+        return call
+
+
+async def test_a_step_sent_again_after_its_reply_was_lost_answers_as_the_first_time(
+    crawl: tuple[str, str],
+) -> None:
+    """ADD, LEASE, COMPLETE and RELEASE whose replies are lost and that are sent again
+    return what their first run did: a URL queued is reported queued (not seen), a lease
+    made is the lease returned (not a second one, nor a host left leased), a completion
+    made is not reported fenced."""
+    url, name = crawl
+    client = LosingReplies(connect(url), set())
+    store = RedisStore(
+        client,
+        name,
+        QueueConfig(max_back_queues=64),
+        layout=RedisLayout(shards=4),
+        rng=random.Random(0),
+        probe_interval_s=0.0,
+    )
+    try:
+        entries = [QueuedUrl(f"http://h{h}.test/a", f"h{h}.test", 0) for h in range(2)]
+        client.lose = {"add"}
+        assert await store.add(entries, 0.0, NO_BUDGET) == [AddStatus.QUEUED] * 2
+        client.lose = {"lease"}
+        leases: list[Lease] = []
+        for _ in range(20):  # the due index may name one shard at a time
+            leases.extend((await store.lease(0.0, 30.0, 2)).leases)
+            if len(leases) == 2:
+                break
+        assert sorted(lease.url for lease in leases) == sorted(e.url for e in entries)
+        first, second = leases
+        found = [QueuedUrl(f"{first.url}x", first.host_key, 0, 1)]  # same host: own shard
+        client.lose = {"complete"}
+        state = replace(first.host, next_allowed_at=0.0)
+        assert await store.complete(first, state, found, 0.0, NO_BUDGET) == [AddStatus.QUEUED]
+        client.lose = {"release"}
+        assert await store.release(second, replace(second.host, next_allowed_at=0.0), 0.0)
+        assert client.lost == ["add", "lease", "complete", "release"]
+        rest: list[Lease] = []
+        for _ in range(20):
+            batch = (await store.lease(0.0, 30.0, 2)).leases
+            rest.extend(batch)
+            for lease in batch:
+                state = replace(lease.host, next_allowed_at=0.0)
+                assert await store.complete(lease, state, (), 0.0, NO_BUDGET) == []
+            counts = await store.counts(0.0)
+            if counts.queued == 0 and counts.leased == 0:
+                break
+        assert sorted(lease.url for lease in rest) == sorted([found[0].url, second.url])
+    finally:
+        await store.aclose()

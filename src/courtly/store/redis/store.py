@@ -45,6 +45,7 @@ import logging
 import math
 import random
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -122,6 +123,10 @@ _HELD_MAX: Final = 4096
 """Leases remembered by :meth:`RedisStore._note_leases` before the expired are forgotten."""
 _YOUNG_MARGIN_S: Final = 2.0
 """A lease with more than this (and half its TTL) left skips FENCE before cross-shard ADDs."""
+_KEEP_SLACK_S: Final = 60.0
+"""A shard keeps the reply of a call that wrote for the store's ``retry_s`` plus this (its
+last try may be sent just before ``retry_s`` is over, and wait for its socket timeout and
+the cluster client's own tries) unless the store's next call there drops it first."""
 _CALLS_IN_FLIGHT: Final = 32
 """Calls one store (its per-IP gate included) has in flight at once: the client's pool holds
 100 connections and refuses a call beyond them (``MaxConnectionsError``) instead of waiting."""
@@ -229,6 +234,10 @@ class RedisStore(RevisitSeam):
         self._due_cache: list[int] = []
         self._due_cache_until = 0.0
         self._held: dict[int, float] = {}  # token of a lease of this store -> monotonic expiry
+        self._caller = uuid.uuid4().hex[:16]  # this store's calls: "<caller>.<count>"
+        self._call_count = 0
+        self._replied: dict[int, list[str]] = {}  # shard -> calls answered, reply kept there
+        self._keep_ms = round((retry_s + _KEEP_SLACK_S) * 1000.0)
         self._found: Coalescer[tuple[int, int, int], tuple[QueuedUrl, str], AddStatus]
         self._found = Coalescer(self._send_found)
         self._config_tail = ""
@@ -678,12 +687,34 @@ class RedisStore(RevisitSeam):
     async def _shard_call(
         self, name: str, shard: int, now_at: float | None, args: Iterable[Any]
     ) -> _Reply:
+        """One shard script call. A script that writes carries a call id of its own: sent
+        again (by :meth:`_retrying`, or by the cluster client itself, which sends a call
+        again after a ``ConnectionError`` or ``TimeoutError`` and closes every connection,
+        calls in flight included, each time it refreshes its slot map), it returns the
+        reply of its first run instead of running twice. The shard keeps that reply
+        until the id comes back with this store's next call there (the reply was read),
+        or for ``retry_s`` plus :data:`_KEEP_SLACK_S` (a store that died)."""
         now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
         config = f"{shard} {self._layout.shards} {self._rng.randrange(1 << 31)} {self._config_tail}"
         keys = [self._shard_prefix(shard) + "m"]
-        argv = [repr(now), config, *args]
+        head = repr(now)
+        call = ""
+        done: list[str] = []
+        if name in _WRITES:
+            self._call_count += 1
+            call = f"{self._caller}.{self._call_count}"
+            done = self._replied.pop(shard, [])
+            head = f"{head} {call} {self._keep_ms}" + (f" {','.join(done)}" if done else "")
+        argv = [head, config, *args]
         async with self._calls:
-            raw = await self._retrying(lambda: self._run(name, keys, argv))
+            try:
+                raw = await self._retrying(lambda: self._run(name, keys, argv))
+            except BaseException:
+                if done:  # dropped at a later call, or when their time is up
+                    self._replied.setdefault(shard, []).extend(done)
+                raise
+            if call:
+                self._replied.setdefault(shard, []).append(call)
             reply = _Reply(raw)
             if self._replica_acks and name in _WRITES and not reply.fenced:
                 await self._replicated(keys[0])
@@ -757,10 +788,11 @@ class RedisStore(RevisitSeam):
 
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """``call()``, again while the server is unreachable or a cluster fails over, for
-        up to ``retry_s`` seconds, backing off from 50 ms to ``_RETRY_MAX_S``. A script
-        that ran but whose reply was lost runs twice: ADD is absorbed by dedup, a second
-        COMPLETE or RELEASE is fenced (the caller then discards the result it already
-        stored), a second LEASE leaves a lease that expires unused."""
+        up to ``retry_s`` seconds, backing off from 50 ms to ``_RETRY_MAX_S``. A shard
+        script that wrote and whose reply was lost answers the call sent again with its
+        first reply (:meth:`_shard_call`); a server that lost the write (a restart, a
+        failover before the replica had it) lost that reply with it, and runs the call
+        afresh."""
         deadline = time.monotonic() + self._retry_s
         delay_s = 0.05
         transient, refused = _transient()
@@ -1017,20 +1049,30 @@ class RedisStore(RevisitSeam):
         ]
 
 
-def _closed(error: Exception) -> bool:
+def _closed(error: BaseException) -> bool:
     """A call that failed before anything was sent: uvloop's refusal to write on a socket
     whose peer (a node that died) closed it, the client's race where another task dropped
     the connection in use (its writer is gone), or the cluster client following an ASK
     redirection to a node it does not know yet (a master added while it ran: its node
     lookup gives ``None``; the script did not run on the node that answered ASK). The
     call is retried like a connection error (the next attempt reconnects, or learns the
-    new layout; the redirection ends when the slot's migration does)."""
-    text = str(error)
-    return (
-        "handler is closed" in text
-        or "no attribute 'writelines'" in text
-        or "'NoneType' object has no attribute 'execute_command'" in text
-    )
+    new layout; the redirection ends when the slot's migration does). The error may be
+    the one the client raises while handling these (version 8 of the client records a
+    metric of the failed call on that ``None`` node: ``no attribute 'connection_kwargs'``),
+    so the chain of errors being handled is read too."""
+    seen: BaseException | None = error
+    for _ in range(8):
+        if seen is None:
+            return False
+        text = str(seen)
+        if (
+            "handler is closed" in text
+            or "no attribute 'writelines'" in text
+            or "'NoneType' object has no attribute 'execute_command'" in text
+        ):
+            return True
+        seen = seen.__context__
+    return False
 
 
 def _level_arg(entry: QueuedUrl) -> str:

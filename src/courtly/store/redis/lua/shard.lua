@@ -2,8 +2,12 @@
 --
 -- KEYS[1] is the shard's meta hash "<crawl>:{<crawl>.<s>}:m"; every other key the
 -- script touches is built from the same prefix, so one call touches one slot.
--- ARGV[1]: now in ms, or a negative number for the server's TIME (the only clock of a
--- crawl: the caller's own "now" is used by the contract tests only).
+-- ARGV[1]: "NOW [CALL KEEP [DONE]]". NOW: now in ms, or a negative number for the
+-- server's TIME (the only clock of a crawl: the caller's own "now" is used by the
+-- contract tests only). CALL (the scripts that write): the call's id, the same each
+-- time the caller sends that call again; KEEP: how long its reply is kept (ms); DONE:
+-- comma-separated ids of the caller's earlier calls on this shard whose replies came
+-- back (their kept replies are dropped).
 -- ARGV[2]: "shard shards seed slots inactive_ms scan max_skips bloom_cap bloom_err w0 w1 ..."
 -- ARGV[3...]: the operation's own arguments.
 local P = string.sub(KEYS[1], 1, -2)
@@ -15,7 +19,23 @@ local M = KEYS[1]
 -- before any write, and the store calls again (docs/distributed.md, resharding).
 local probe = redis.pcall('EXISTS', M, P .. 'probe')
 if type(probe) == 'table' and probe.err then return {'moving'} end
-local NOW = tonumber(ARGV[1])
+-- A call sent again (its reply was lost: a connection dropped under it, a socket
+-- timeout, the cluster client closing its connections to refresh its slot map) gets
+-- the reply of its first run, which it made: run twice, an ADD would call its own URLs
+-- seen, a LEASE would lease more, a COMPLETE would find itself fenced.
+local A = {}
+for v in string.gmatch(ARGV[1], '%S+') do A[#A + 1] = v end
+local CALL, KEEP = A[2], A[3]
+if CALL then
+  if A[4] then
+    local done = {}
+    for id in string.gmatch(A[4], '[^,]+') do done[#done + 1] = P .. 'rp:' .. id end
+    redis.call('DEL', unpack(done))
+  end
+  local kept = redis.call('GET', P .. 'rp:' .. CALL)
+  if kept then return cmsgpack.unpack(kept) end
+end
+local NOW = tonumber(A[1])
 if NOW < 0 then
   local t = redis.call('TIME')
   NOW = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -436,9 +456,14 @@ local function next_times(scan_spent)
   return nxt, due
 end
 
--- every script returns {version, now, next, due, ...}; '' for a time that is none
+-- every script returns {version, now, next, due, ...}; '' for a time that is none. The
+-- reply of a call that wrote is kept for KEEP ms (a fenced call wrote nothing: sent
+-- again, it is fenced again).
 local function reply(nxt, due, rest)
   local out = {ver, fmt(NOW), nxt and fmt(nxt) or '', due and fmt(due) or ''}
   for _, v in ipairs(rest) do out[#out + 1] = v end
+  if CALL and rest[1] ~= 'fenced' then
+    redis.call('SET', P .. 'rp:' .. CALL, cmsgpack.pack(out), 'PX', KEEP)
+  end
   return out
 end
