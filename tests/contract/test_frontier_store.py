@@ -782,11 +782,18 @@ async def test_a_news_revisit_through_the_front_tier_goes_first_in_its_host(
     assert served == [news.url, "http://a.test/p1", "http://a.test/p2"]
 
 
-async def test_promote_moves_a_queued_url_to_the_tail_of_its_new_level(make: MakeStore) -> None:
+async def _a_queue(make: MakeStore, pages: int, *more: QueuedUrl) -> FrontierStore:
+    """A store of 3 levels where a.test is held, its seed fetched with p0..p{pages-1}
+    found on it at level 2, then ``more``."""
     store = make(QueueConfig(levels=3))
     seed = await _held(store, "a.test")
-    found = [url("a.test", f"p{i}", level=2) for i in range(5)] + [url("a.test", "q", level=1)]
+    found = [url("a.test", f"p{i}", level=2) for i in range(pages)] + list(more)
     await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    return store
+
+
+async def test_promote_moves_a_queued_url_to_the_tail_of_its_new_level(make: MakeStore) -> None:
+    store = await _a_queue(make, 5, url("a.test", "q", level=1))
     moved = await store.promote(
         [url("a.test", "p4", level=1), url("a.test", "p2", level=1), url("a.test", "p3", 0)], T0
     )
@@ -800,10 +807,7 @@ async def test_promote_moves_a_queued_url_to_the_tail_of_its_new_level(make: Mak
 
 
 async def test_promote_never_queues_a_leased_fetched_or_unknown_url(make: MakeStore) -> None:
-    store = make(QueueConfig(levels=3))
-    seed = await _held(store, "a.test")
-    found = [url("a.test", f"p{i}", level=2) for i in range(3)]
-    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    store = await _a_queue(make, 3)
     leased = await lease_one(store)
     assert leased.url == "http://a.test/p0"
     asked = [
@@ -821,10 +825,7 @@ async def test_promote_never_queues_a_leased_fetched_or_unknown_url(make: MakeSt
 
 
 async def test_a_lifted_link_seen_before_is_promoted_by_complete(make: MakeStore) -> None:
-    store = make(QueueConfig(levels=3))
-    seed = await _held(store, "a.test")
-    found = [url("a.test", f"p{i}", level=2) for i in range(3)]
-    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    store = await _a_queue(make, 3)
     page = await lease_one(store)
     again = [
         replace(url("a.test", "p2", level=1), lift=True),
@@ -835,10 +836,7 @@ async def test_a_lifted_link_seen_before_is_promoted_by_complete(make: MakeStore
 
 
 async def test_a_better_url_never_displaces_a_leased_head(make: MakeStore) -> None:
-    store = make(QueueConfig(levels=3))
-    seed = await _held(store, "a.test")
-    found = [url("a.test", f"p{i}", level=2) for i in range(3)]
-    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    store = await _a_queue(make, 3)
     leased = await lease_one(store)
     assert leased.url == "http://a.test/p0"
     # while p0 is leased: a better URL arrives, another is promoted past it
@@ -850,10 +848,7 @@ async def test_a_better_url_never_displaces_a_leased_head(make: MakeStore) -> No
 
 
 async def test_a_released_url_goes_back_to_the_head_of_its_level(make: MakeStore) -> None:
-    store = make(QueueConfig(levels=3))
-    seed = await _held(store, "a.test")
-    found = [url("a.test", f"p{i}", level=2) for i in range(2)]
-    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    store = await _a_queue(make, 2)
     leased = await lease_one(store)
     await store.add([url("a.test", "q", level=1)], T0, NO_BUDGET)
     assert await store.release(leased, None, T0, failed=True)
@@ -867,10 +862,7 @@ async def test_a_released_url_goes_back_to_the_head_of_its_level(make: MakeStore
 
 
 async def test_a_lifted_link_added_again_is_promoted_by_add(make: MakeStore) -> None:
-    store = make(QueueConfig(levels=3))
-    seed = await _held(store, "a.test")
-    found = [url("a.test", f"p{i}", level=2) for i in range(3)]
-    await store.complete(seed, seed.host, found, T0, NO_BUDGET)
+    store = await _a_queue(make, 3)
     lifted = replace(url("a.test", "p1", level=1), lift=True)
     assert await store.add([lifted], T0, NO_BUDGET) == [AddStatus.SEEN]
     assert await drain(store) == [f"http://a.test/{p}" for p in ("p1", "p0", "p2")]
