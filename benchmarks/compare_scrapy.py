@@ -82,6 +82,7 @@ from pathlib import Path
 from typing import Any
 
 from courtly.sandbox import (
+    AuditReport,
     RequestRecord,
     SandboxServer,
     SandboxSpec,
@@ -682,6 +683,34 @@ def tracking_duplicates(fetched: Iterable[str]) -> int:
     return count
 
 
+def audited_pages(
+    scenario: Scenario,
+    web: Sandbox,
+    records: list[RequestRecord],
+    seconds: float,
+    truth: SandboxTruth,
+) -> tuple[AuditReport, list[RequestRecord], int, float]:
+    """The politeness audit of courtly's requests in ``records``, those requests, the
+    pages among them (requests other than robots.txt) and the window they span (from the
+    first one's start to the last one's end; ``seconds`` if there were none)."""
+    report = audit(
+        records,
+        spec_or_truth=truth,
+        min_delay_s=scenario.min_delay_s,
+        per_ip_cap=scenario.per_ip,
+        user_agent_token=TOKEN,
+        only_user_agent=USER_AGENT,
+        seeds=web.seeds,
+        scope=scenario.scope,
+    )
+    mine = [r for r in records if r.ua == USER_AGENT]
+    pages = sum(1 for r in mine if not truth.is_robots_path(r.host, r.path))
+    window_s = seconds
+    if mine:
+        window_s = max(1e-3, max(r.end_at for r in mine) - min(r.start_at for r in mine))
+    return report, mine, pages, window_s
+
+
 def summarise(
     scenario: Scenario,
     web: Sandbox,
@@ -692,23 +721,7 @@ def summarise(
 ) -> dict[str, Any]:
     truth = truth if truth is not None else SandboxTruth(web.world)
     seeds = web.seeds
-    report = audit(
-        records,
-        spec_or_truth=truth,
-        min_delay_s=scenario.min_delay_s,
-        per_ip_cap=scenario.per_ip,
-        user_agent_token=TOKEN,
-        only_user_agent=USER_AGENT,
-        seeds=seeds,
-        scope=scenario.scope,
-    )
-    mine = [r for r in records if r.ua == USER_AGENT]
-    pages = sum(1 for r in mine if not truth.is_robots_path(r.host, r.path))
-    if mine:
-        first = min(r.start_at for r in mine)
-        window_s = max(1e-3, max(r.end_at for r in mine) - first)
-    else:
-        window_s = seconds
+    report, mine, pages, window_s = audited_pages(scenario, web, records, seconds, truth)
     limit = bound(scenario, truth, window_s, seeds)
     late = lateness(mine, truth=truth, min_delay_s=scenario.min_delay_s, delay_factor=DELAY_FACTOR)
     statuses = Counter(r.status for r in mine)

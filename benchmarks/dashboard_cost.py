@@ -49,11 +49,10 @@ from typing import Any
 
 from compare_scrapy import (
     HERE,
-    TOKEN,
-    USER_AGENT,
     CachedTruth,
     ProcessCost,
     Sandbox,
+    audited_pages,
     commit,
     courtly_command,
     free_port,
@@ -61,7 +60,7 @@ from compare_scrapy import (
     run_measured,
     scenarios,
 )
-from courtly.sandbox import RequestRecord, SandboxWorld, audit, load_log
+from courtly.sandbox import RequestRecord, SandboxWorld, load_log
 
 TARGET_LOSS = 0.03
 POLLED = ("/api/snapshot", "/api/hosts?sort=delay&n=50", "/metrics")
@@ -127,21 +126,7 @@ def figures(
     first request's start to its last one's end); without ``compare_scrapy``'s order,
     lateness and coverage figures, which take minutes at 8,000 hosts on a loaded
     machine and say nothing of the dashboard."""
-    report = audit(
-        records,
-        spec_or_truth=truth,
-        min_delay_s=scenario.min_delay_s,
-        per_ip_cap=scenario.per_ip,
-        user_agent_token=TOKEN,
-        only_user_agent=USER_AGENT,
-        seeds=web.seeds,
-        scope=scenario.scope,
-    )
-    mine = [r for r in records if r.ua == USER_AGENT]
-    pages = sum(1 for r in mine if not truth.is_robots_path(r.host, r.path))
-    window_s = seconds
-    if mine:
-        window_s = max(1e-3, max(r.end_at for r in mine) - min(r.start_at for r in mine))
+    report, _, pages, window_s = audited_pages(scenario, web, records, seconds, truth)
     return {
         "pages": pages,
         "pages_per_s": round(pages / window_s, 1),
