@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -89,9 +90,16 @@ class BroadSpider(Spider):
 
     name = "courtly-bench"
 
-    def __init__(self, seeds: list[str], scope: str = "domain", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        seeds: list[str],
+        scope: str = "domain",
+        barrier: tuple[Path, int] | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         self.seeds = seeds
+        self.barrier = barrier
         hosts = {url.split("/")[2].split(":")[0].lower() for url in seeds}
         if scope == "domain":
             self.allowed_domains = sorted({".".join(h.split(".")[-2:]) for h in hosts})
@@ -100,6 +108,8 @@ class BroadSpider(Spider):
         self.links = LinkExtractor()
 
     async def start(self) -> Any:
+        if self.barrier is not None:
+            await wait_at_barrier(*self.barrier)
         for url in self.seeds:
             yield Request(url, callback=self.parse)
 
@@ -109,6 +119,27 @@ class BroadSpider(Spider):
         for link in self.links.extract_links(response):
             if not link.nofollow:
                 yield response.follow(link.url, callback=self.parse)
+
+
+async def wait_at_barrier(directory: Path, parties: int, limit_s: float = 120.0) -> None:
+    """Sign in at ``directory`` (a file named after this process) and wait until
+    ``parties`` processes have, or ``limit_s`` has passed: processes of one shared crawl
+    then start together, however long each took to start up. (Other processes sign in
+    on disk: nothing to await but time, so it looks every 50 ms.)"""
+    _sign_in(directory)
+    for _ in range(int(limit_s / 0.05)):
+        if _signed_in(directory) >= parties:
+            return
+        await asyncio.sleep(0.05)
+
+
+def _sign_in(directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / str(os.getpid())).touch()
+
+
+def _signed_in(directory: Path) -> int:
+    return sum(1 for _ in directory.iterdir())
 
 
 def settings_for(args: argparse.Namespace) -> dict[str, Any]:
@@ -167,7 +198,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=JSON", help="an extra setting"
     )
+    parser.add_argument(
+        "--barrier",
+        nargs=2,
+        metavar=("DIR", "N"),
+        help="queue the seeds only once N processes have signed in at DIR (a shared crawl)",
+    )
     args = parser.parse_args(argv)
+    barrier = None if args.barrier is None else (Path(args.barrier[0]), int(args.barrier[1]))
     seeds = [
         line.strip()
         for line in args.seeds_file.read_text(encoding="utf-8").splitlines()
@@ -192,7 +230,7 @@ def main(argv: list[str] | None = None) -> int:
         stats["finish_reason"] = reason
 
     crawler.signals.connect(closed, signal=signals.spider_closed)
-    process.crawl(crawler, seeds=seeds, scope=args.scope)
+    process.crawl(crawler, seeds=seeds, scope=args.scope, barrier=barrier)
     process.start()
     if args.stats_out is not None:
         args.stats_out.write_text(json.dumps(stats, indent=2, sort_keys=True), encoding="utf-8")

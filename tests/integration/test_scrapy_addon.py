@@ -433,7 +433,10 @@ def test_two_processes_share_one_redis_frontier_politely(
             f"COURTLY_CRAWL_NAME={json.dumps(new_crawl_name('scrapy'))}",
         ]
         dirs = [tmp_path / "a", tmp_path / "b"]
-        procs = [start_scrapy(web, workdir, shared, oldest=oldest) for workdir in dirs]
+        # Both queue their seeds once both are up: the one that started first would
+        # otherwise crawl the small web alone while the other still imports Scrapy.
+        together = [*shared, "--barrier", str(tmp_path / "barrier"), str(len(dirs))]
+        procs = [start_scrapy(web, workdir, together, oldest=oldest) for workdir in dirs]
         deadline = time.monotonic() + RUN_TIMEOUT_S + 30
         for proc in procs:
             try:
