@@ -237,14 +237,18 @@ def _repeats(
     """Fetches after a final answer (what the audit counts as duplicates), each with the
     latest earlier final answer, the kill that undid it (the first one after it) and
     whether the catalogue held that URL as answered right after that kill (``committed``:
-    one set per kill, :func:`_answered`)."""
+    one set per kill, :func:`_answered`). One repeat per final answer: the fetch that
+    asks for the URL again; its own retries (after a 429 or 503 answer to it, before a
+    final one) are that repeat's, not more repeats."""
     final: dict[tuple[str, str], RequestRecord] = {}
+    repeated: set[tuple[str, str]] = set()  # URLs whose latest final answer was asked again
     found: list[Repeat] = []
     for rec in records:
         key = _page_key(truth, rec)
         if key is None:
             continue
-        if key in final:
+        if key in final and key not in repeated:
+            repeated.add(key)
             first = final[key]
             between = [i for i, k in enumerate(kills_at) if first.start_at <= k <= rec.start_at]
             url = f"{key[0]}{key[1]}"
@@ -260,6 +264,7 @@ def _repeats(
             )
         if _final(rec.status):
             final[key] = rec
+            repeated.discard(key)
     return found
 
 
