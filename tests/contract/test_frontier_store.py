@@ -194,6 +194,44 @@ async def test_leasing_ahead_runs_the_step_as_of_now_plus_ahead(make: MakeStore)
     assert await store.complete(ahead, ahead.host, (), expiry, NO_BUDGET) is None  # fenced
 
 
+async def test_a_lease_taken_less_far_ahead_than_the_last_hands_out_no_host_early(
+    make: MakeStore,
+) -> None:
+    """Two callers leasing with different lease-aheads (the crawl 50 ms, the Scrapy add-on
+    250 ms, on one shared store): a step as of ``now + 0.05`` after one as of ``now + 0.5``
+    hands out no host due only between the two, neither one whose time came nor one whose
+    expired lease the earlier step reclaimed (it was placed as of that step's time)."""
+    store = make()
+    await store.add([url("a.test", "p0"), url("b.test", "p0"), url("c.test", "p0")], T0, NO_BUDGET)
+    batch = await store.lease(T0, TTL_S, 3)
+    assert len(batch.leases) == 3
+    by_host = {lease.host_key: lease for lease in batch.leases}
+    await store.add([url("a.test", "p1"), url("b.test", "p1")], T0, NO_BUDGET)
+    for key in ("a.test", "b.test"):
+        done = by_host[key]
+        state = replace(done.host, next_allowed_at=T0 + 1.2)
+        assert await store.complete(done, state, (), T0, NO_BUDGET) == []
+    c_lease = by_host["c.test"]
+    await store.add([url("c.test", "p1")], T0, NO_BUDGET)
+    # at T0 + 1.0: a.test and b.test are due by T0 + 1.5, c.test's lease (T0 + TTL) is not
+    far = await store.lease(T0 + 1.0, TTL_S, 1, ahead_s=0.5)
+    assert len(far.leases) == 1
+    other = ({"a.test", "b.test"} - {far.leases[0].host_key}).pop()
+    near = await store.lease(T0 + 1.0, TTL_S, 1, ahead_s=0.05)
+    assert near.leases == (), f"{other} leased before its time, {near}"
+    assert near.next_ready_at == pytest.approx(T0 + 1.2, abs=1e-4)
+    # c.test's lease expires at T0 + TTL: a step as of T0 + TTL + 0.4 reclaims it, and a
+    # later one as of T0 + TTL - 0.05 does not hand c.test out again (its lease still runs)
+    expiry = c_lease.expires_at
+    taken = await store.lease(expiry - 0.1, TTL_S, 1, ahead_s=0.5)
+    hosts = {lease.host_key for lease in taken.leases}
+    if "c.test" not in hosts:
+        early = await store.lease(expiry - 0.1, TTL_S, 4, ahead_s=0.05)
+        assert "c.test" not in {lease.host_key for lease in early.leases}, early
+    again = await store.lease(expiry + 0.5, TTL_S, 4)
+    assert "c.test" in hosts | {lease.host_key for lease in again.leases}
+
+
 async def lease_one_ahead(store: FrontierStore, now_at: float, ahead_s: float) -> Lease:
     batch = await store.lease(now_at, TTL_S, 1, ahead_s=ahead_s)
     assert len(batch.leases) == 1, batch

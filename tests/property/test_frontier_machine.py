@@ -99,6 +99,7 @@ class FrontierMachine(RuleBasedStateMachine):
         self.live: dict[str, Lease] = {}  # host -> lease we hold
         self.expired: list[Lease] = []
         self.next_at: dict[str, float] = {}
+        self.placed_at: dict[str, float] = {}  # host -> the time a step reclaimed its lease as of
         self.retired: set[str] = set()
         self.reasons: dict[str, str] = {}  # retired host -> why
         self.attempts: dict[str, int] = {}  # url -> failed attempts retried so far
@@ -143,6 +144,11 @@ class FrontierMachine(RuleBasedStateMachine):
 
         return self.run(read())
 
+    def due_at(self, host: str) -> float:
+        """When ``host`` may be leased: its next allowed time, and not before the time as
+        of which a step reclaimed its expired lease (a step taken ahead places it then)."""
+        return max(self.next_at.get(host, 0.0), self.placed_at.get(host, 0.0))
+
     def check_short_batch(
         self, asked: int, got: int, next_ready_at: float | None, ahead_s: float = 0.0
     ) -> None:
@@ -156,12 +162,12 @@ class FrontierMachine(RuleBasedStateMachine):
         if counts.hosts_active >= self.slots:
             return  # every slot is taken: a waiting host may be due, it waits for a slot
         waiting = {self.added[u][0] for u in self.pending()} - set(self.live)
-        due = [h for h in waiting if self.next_at.get(h, 0.0) <= now]
+        due = [h for h in waiting if self.due_at(h) <= now]
         assert not due, f"hosts {due} were ready with a slot free but not leased"
         if waiting:
             assert next_ready_at is not None, "hosts are waiting but no wake time was given"
             assert next_ready_at > now
-            earliest = min(self.next_at.get(h, 0.0) for h in waiting)
+            earliest = min(self.due_at(h) for h in waiting)
             assert next_ready_at <= earliest + self.resolution_s
 
     def check_batch_order(self, leases: tuple[Lease, ...]) -> None:
@@ -182,9 +188,11 @@ class FrontierMachine(RuleBasedStateMachine):
         holder = self.live.get(lease.host_key)
         assert holder is None, f"two live leases on {lease.host_key}"
         allowed_at = self.next_at.get(lease.host_key, 0.0)
-        assert now + self.resolution_s >= allowed_at, (
-            "leased before next allowed time (less the lease-ahead)"
+        assert now + self.resolution_s >= self.due_at(lease.host_key), (
+            "leased before next allowed time (less the lease-ahead), or before the time as "
+            "of which its expired lease was reclaimed"
         )
+        self.placed_at.pop(lease.host_key, None)
         # the request waits for the host's time, which the lease says exactly
         assert lease.host.next_allowed_at == pytest.approx(allowed_at, abs=1e-6 + self.resolution_s)
         assert lease.url in self.added and lease.url not in self.done, "leased twice"
@@ -382,6 +390,9 @@ class FrontierMachine(RuleBasedStateMachine):
             if lease.expires_at <= now:
                 del self.live[host]
                 self.expired.append(lease)
+                # the step that reclaimed it ran as of ``now`` and placed the host then: a
+                # later step taken less far ahead does not hand it out before that time
+                self.placed_at[host] = max(self.placed_at.get(host, 0.0), now)
 
     @rule()
     def drain(self) -> None:

@@ -308,6 +308,7 @@ class Scheduler:
         self._due: list[tuple[int, float, int, str]] = []
         self._due_live = 0
         self._due_order: deque[tuple[float, int, str]] = deque()  # (due at, episode, host)
+        self._ripened_to = float("-inf")  # the latest time as of which hosts were ripened
         self._max_due_wait_s = queues.max_due_wait_s
         self._wake: list[tuple[float, int, str]] = []
         self._active = 0
@@ -440,6 +441,7 @@ class Scheduler:
         """
         self._reclaim(now_at)
         self._wake_due(now_at)
+        self._unripen(now_at)
         self._ripen(now_at)
         rows = self._rows
         levels = self._levels
@@ -700,6 +702,7 @@ class Scheduler:
         """Ready hosts whose time has come move from the ready heap to the due heap (and to
         the back of the ageing queue, which so holds them in the order they became due)."""
         ready, held, order = self._ready, self._held, self._due_order
+        self._ripened_to = max(self._ripened_to, now_at)
         while ready and ready[0][0] <= now_at:
             at, _, key = heapq.heappop(ready)
             queue = held[key]
@@ -708,6 +711,30 @@ class Scheduler:
             # time of its own yet, is due from then: it has not waited before)
             order.append((max(at, queue.placed_at), queue.episode, key))
             self._push_due(key, queue, at)
+
+    def _unripen(self, now_at: float) -> None:
+        """A step as of an earlier time than one before it (a lease taken less far ahead
+        than the last): the hosts that came due after ``now_at`` go back to the ready heap,
+        so no step hands out a host before its time as of that step (the Redis store's
+        LEASE, which reads its due hosts afresh as of each call's time, does the same)."""
+        if now_at >= self._ripened_to:
+            return
+        held, kept = self._held, []
+        for entry in self._due:
+            _, at, seq, key = entry
+            queue = held.get(key)
+            if queue is None or queue.due != seq:
+                continue  # a stale entry
+            if at <= now_at:
+                kept.append(entry)
+                continue
+            queue.due = 0
+            self._due_live -= 1
+            self._seq += 1
+            heapq.heappush(self._ready, (at, self._seq, key))
+        heapq.heapify(kept)
+        self._due = kept
+        self._ripened_to = now_at
 
     def _aged(self, now_at: float) -> str | None:
         """The host due longest, if it is still due and aged (:func:`is_aged`), else
