@@ -72,5 +72,5 @@ REDIS_STORE_FACTORIES: dict[str, StoreFactory] = {
     "redis-cluster": _redis_cluster,
 }
 """Redis standalone and a 3-master cluster (one shard, the caller's clock): the contract
-suite runs them; the Hypothesis state machine does not in ``make test`` (minutes per
-backend over the network; it passes when run with these factories)."""
+suite runs them; ``make test`` runs one shorter Hypothesis state machine on each, and
+``COURTLY_PROPERTY_REDIS=1`` every machine (minutes per backend over the network)."""

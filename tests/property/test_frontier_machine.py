@@ -477,12 +477,24 @@ FrontierMachine.TestCase.settings = settings(
 
 
 def _machine_stores() -> list[str]:
-    """The local stores; with ``COURTLY_PROPERTY_REDIS=1`` the Redis ones too (standalone
-    and the 3-master cluster: minutes each over the network, so not in ``make test``)."""
+    """The stores every machine runs on in full: the local ones; with
+    ``COURTLY_PROPERTY_REDIS=1`` the Redis ones too (standalone and the 3-master cluster:
+    minutes each over the network)."""
     names = list(STORE_FACTORIES)
     if os.environ.get("COURTLY_PROPERTY_REDIS") == "1":
         names += list(REDIS_STORE_FACTORIES)
     return names
+
+
+REDIS_SHORT = settings(
+    max_examples=30,
+    stateful_step_count=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+"""``make test`` runs the machine on each Redis store too, one machine each and fewer
+examples (about 10-30 s a store), so the one contract's model checks every store in every
+run; ``COURTLY_PROPERTY_REDIS=1`` runs every machine on them with the full budget."""
 
 
 def _machines() -> dict[str, type[FrontierMachine]]:
@@ -495,6 +507,14 @@ def _machines() -> dict[str, type[FrontierMachine]]:
         key = f"{name}_ageing"
         attrs = {"store_name": name, "slots": 8, "max_due_wait_s": 3.0}
         out[key] = type(f"FrontierMachine_{key}", (FrontierMachine,), attrs)
+    for name in REDIS_STORE_FACTORIES:
+        if name in out or f"{name}_8_slots" in out:
+            continue
+        key = f"{name}_short"
+        attrs = {"store_name": name, "slots": 8}
+        machine = type(f"FrontierMachine_{key}", (FrontierMachine,), attrs)
+        machine.TestCase.settings = REDIS_SHORT
+        out[key] = machine
     return out
 
 
