@@ -508,11 +508,11 @@ def _machines() -> dict[str, type[FrontierMachine]]:
         attrs = {"store_name": name, "slots": 8, "max_due_wait_s": 3.0}
         out[key] = type(f"FrontierMachine_{key}", (FrontierMachine,), attrs)
     for name in REDIS_STORE_FACTORIES:
-        if name in out or f"{name}_8_slots" in out:
+        if f"{name}_8_slots" in out:
             continue
         key = f"{name}_short"
         attrs = {"store_name": name, "slots": 8}
-        machine = type(f"FrontierMachine_{key}", (FrontierMachine,), attrs)
+        machine: type[FrontierMachine] = type(f"FrontierMachine_{key}", (FrontierMachine,), attrs)
         machine.TestCase.settings = REDIS_SHORT
         out[key] = machine
     return out
