@@ -7,12 +7,18 @@ Every policy of one seed runs on the same pages and the same change times:
 * ``uniform``: every page every N/B days;
 * ``harmonic``: ``courtly.frontier.recrawl`` as the crawl runs it — λ̂ estimated from what
   the visits saw (:func:`~courtly.frontier.revisit.estimate_rate`'s estimator without
-  Last-Modified: the irregular-interval MLE over the last 32 changed intervals and their
-  share of the unchanged time, :func:`~courtly.frontier.recrawl.window_unchanged`); the
+  Last-Modified: :func:`~courtly.frontier.recrawl.corrected_irregular_rate` over the last
+  32 changed intervals and their share of the unchanged time and visits,
+  :func:`~courtly.frontier.recrawl.window_unchanged`); the
   estimates and μ (fitted to the budget) re-solved weekly, each visit's next interval from
   :func:`~courtly.frontier.recrawl.recrawl_interval` (clamped to [1 h, 30 d], at most twice
   the previous); the first week every page is visited daily;
 * ``harmonic-true``: the same schedule with the true λ (what a perfect estimator gives);
+* ``harmonic-lm`` (``--last-modified``): the same schedule on a web whose servers send an
+  honest Last-Modified (the time of the page's last change): the crawl's Last-Modified
+  estimator from 3 comparisons once one saw a change, the binary one before;
+* ``harmonic (fixed pseudo)`` (``--before``): the estimator before, whole half-day
+  pseudo-intervals (:func:`~courtly.frontier.recrawl.irregular_rate`'s defaults);
 * ``nutch``: the interval ×1.4 when unchanged, ×0.8 when changed, in [1 h, 30 d] (no budget).
 
 Each seed also prints ``expected uniform``: Σ (1 − e^{−λI})/(λI) / N for its rates, the
@@ -20,7 +26,7 @@ closed form the simulated uniform freshness must match (notes §2; a check of th
 simulator, not of a policy).
 
     python benchmarks/recrawl_sim.py [--quick] [--seeds 1,2,3,4,5 | --seeds-near 0.637:5]
-        [--before] [--unwindowed] [--json]
+        [--last-modified] [--before] [--unwindowed] [--json]
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from courtly.frontier.recrawl import (
     corrected_irregular_rate,
     fit_mu,
     irregular_rate,
+    last_modified_rate,
     recrawl_interval,
     window_unchanged,
 )
@@ -113,6 +120,7 @@ def run(
     unchanged = [0.0] * pages  # all the unchanged time, as the crawl's state keeps it
     counts = [0] * pages  # changes seen
     visits = [0] * pages  # comparisons: every visit had a copy to compare with
+    lm_observed = [0.0] * pages  # Σ (visit − Last-Modified) over the visits that saw a change
     fresh_time = age_time = 0.0
     fetches = nochange = 0
     next_solve = 7.0
@@ -134,6 +142,22 @@ def run(
             next_solve += 7.0
             if policy == "harmonic-true":
                 est = rates
+            elif policy == "harmonic-lm":
+                # estimate_rate with an honest Last-Modified: its estimator from 3
+                # comparisons with a change, else the binary one
+                est = [
+                    last_modified_rate(visits[j], counts[j], lm_observed[j] + unchanged[j])
+                    if visits[j] >= 3 and counts[j] > 0
+                    else corrected_irregular_rate(
+                        changed[j],
+                        window_unchanged(unchanged[j], counts[j], len(changed[j])),
+                        window_unchanged(float(visits[j] - counts[j]), counts[j], len(changed[j])),
+                        default_s=1.0,
+                        low=0.0005,
+                        high=70,
+                    )
+                    for j in range(pages)
+                ]
             elif estimator == "corrected":
                 est = [
                     corrected_irregular_rate(
@@ -174,6 +198,7 @@ def run(
         if saw_change:
             changed[i] = (*changed[i], gap)[-RING:]
             counts[i] += 1
+            lm_observed[i] += at - times[i][k - 1]  # the visit's time less its Last-Modified
         else:
             unchanged[i] += gap
         if policy == "nutch":
@@ -216,6 +241,11 @@ def main() -> None:
         "--seeds", default="1,2,3,4,5", help="the webs to draw: seeds, comma-separated"
     )
     parser.add_argument(
+        "--last-modified",
+        action="store_true",
+        help="also run the schedule with honest Last-Modified dates (harmonic-lm)",
+    )
+    parser.add_argument(
         "--before",
         action="store_true",
         help="also run the estimator before its fix (fixed half-day pseudo-intervals)",
@@ -243,6 +273,8 @@ def main() -> None:
     for seed in chosen:
         rates, times = web(pages, days, seed)
         rows = [run(p, rates, times, days, budget) for p in POLICIES]
+        if args.last_modified:
+            rows.append(run("harmonic-lm", rates, times, days, budget))
         if args.before:
             rows.append(run("harmonic", rates, times, days, budget, estimator="fixed"))
         if args.unwindowed:
