@@ -36,8 +36,10 @@ import bisect
 import heapq
 import json
 import math
+import os
 import random
 import statistics
+import sys
 import time
 
 from courtly.frontier.recrawl import (
@@ -315,6 +317,8 @@ def main() -> None:
             gain_max=round(max(gains), 4),
         )
     result: dict[str, object] = {
+        "command": " ".join(["python benchmarks/recrawl_sim.py", *sys.argv[1:]]),
+        "load_average_at_end": [round(x, 1) for x in os.getloadavg()],
         "pages": pages,
         "days": days,
         "budget_per_day": budget,
