@@ -199,17 +199,13 @@ def observe(
 
 def estimate_rate(state: RevisitState, lane: LaneSchedule) -> float:
     """λ̂ for ``state``: the Last-Modified estimator while that header is trusted and there
-    are 3 comparisons, one of which saw a change, else the bias-corrected irregular-interval MLE
+    are 3 comparisons, else the bias-corrected irregular-interval MLE
     (:func:`~courtly.frontier.recrawl.corrected_irregular_rate`) over the recent window
     (the ring's changed intervals and their share of the unchanged time and visits),
     its pseudo-data half an unchanged and half a changed interval of the page's mean
     interval, bisected between a thousandth of a change per longest interval and ten
     per shortest."""
-    if (
-        state.validators.lm_trusted
-        and state.comparisons >= _MIN_VISITS_FOR_HISTORY
-        and state.changes > 0  # at X = 0 it is 0: the page would go to the longest interval
-    ):
+    if state.validators.lm_trusted and state.comparisons >= _MIN_VISITS_FOR_HISTORY:
         observed = state.lm_observed_s + state.unchanged_s
         if state.lm_changes == state.changes and observed > 0:
             return last_modified_rate(state.comparisons, state.changes, observed)

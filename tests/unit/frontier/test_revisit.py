@@ -130,21 +130,3 @@ def test_the_estimate_of_a_long_history_stays_near_the_true_rate() -> None:
         assert state.changes > len(state.changed_ring) == 32
         estimates.append(estimate_rate(state, LANE))
     assert abs(statistics.median(estimates) / rate - 1) < 0.1
-
-
-def test_an_honest_last_modified_with_no_change_seen_does_not_zero_the_rate() -> None:
-    # Weekly visits answered 304 under an honest Last-Modified: nothing changed yet. The
-    # Last-Modified estimator is (X − 1 − …)/T, 0 at X = 0, which would send the page to
-    # the longest interval; until it has seen a change the binary estimate stands.
-    lm = "Sun, 01 Jan 2023 00:00:00 GMT"
-    state = visit(RevisitState("http://a/"), T0, 200, "A", 1, Last_Modified=lm).state
-    for week in range(1, 6):
-        state = visit(state, T0 + week * 7 * DAY_S, 304, "", 0, Last_Modified=lm).state
-    assert state.validators.lm_trusted and state.comparisons == 5 and state.changes == 0
-    rate = estimate_rate(state, LANE)
-    assert 0 < rate < 1 / (7 * DAY_S)
-    # once a change is seen, the Last-Modified estimator takes over
-    changed = visit(
-        state, T0 + 6 * 7 * DAY_S, 200, "B", 2, Last_Modified="Mon, 02 Jan 2023 00:00:00 GMT"
-    ).state
-    assert changed.changes == 1 and estimate_rate(changed, LANE) > 0
