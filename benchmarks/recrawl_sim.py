@@ -16,7 +16,7 @@ Every policy of one seed runs on the same pages and the same change times:
 * ``harmonic-true``: the same schedule with the true λ (what a perfect estimator gives);
 * ``harmonic-lm`` (``--last-modified``): the same schedule on a web whose servers send an
   honest Last-Modified (the time of the page's last change): the crawl's Last-Modified
-  estimator from 3 comparisons once one saw a change, the binary one before;
+  estimator from 3 comparisons (0 while none saw a change), the binary one before;
 * ``harmonic (fixed pseudo)`` (``--before``): the estimator before, whole half-day
   pseudo-intervals (:func:`~courtly.frontier.recrawl.irregular_rate`'s defaults);
 * ``nutch``: the interval ×1.4 when unchanged, ×0.8 when changed, in [1 h, 30 d] (no budget).
@@ -146,10 +146,10 @@ def run(
                 est = rates
             elif policy == "harmonic-lm":
                 # estimate_rate with an honest Last-Modified: its estimator from 3
-                # comparisons with a change, else the binary one
+                # comparisons (0 while no change has been seen), else the binary one
                 est = [
                     last_modified_rate(visits[j], counts[j], lm_observed[j] + unchanged[j])
-                    if visits[j] >= 3 and counts[j] > 0
+                    if visits[j] >= 3
                     else corrected_irregular_rate(
                         changed[j],
                         window_unchanged(unchanged[j], counts[j], len(changed[j])),
