@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from courtly.clock import FakeClock
@@ -438,3 +439,47 @@ def test_the_export_carries_each_urls_recrawl_fields(tmp_path: Path) -> None:
     assert fast["changed_intervals_s"] and len(fast["simhash"]) == 16
     assert lines[ORIGIN + "/tags"]["recrawl"]["etag_unreliable"]
     assert lines[ORIGIN + "/lmnow"]["recrawl"]["lm_unreliable"]
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite"])
+def test_a_revisit_retried_after_a_503_is_fetched_once_after_its_back_off(
+    tmp_path: Path, store: str
+) -> None:
+    """A revisit answered 503 with a Retry-After longer than its next interval: the
+    lease's retry waits in the host's queue for the back-off, and the URL's row comes
+    due meanwhile and is queued again; the URL is still fetched once after the back-off,
+    then no sooner than the floor."""
+    clock = FakeClock()
+    site = ChangingSite((ChangingPage("/plain", 1e9, "none"),), clock, start_at=clock.now())
+    answers: list[tuple[float, str, int]] = []
+    plain_requests = 0
+
+    def flaky(url: str, headers: Mapping[str, str]) -> tuple[int, list[tuple[str, str]], bytes]:
+        nonlocal plain_requests
+        if url.endswith("/plain"):
+            plain_requests += 1
+            if plain_requests == 4:  # the third revisit
+                answers.append((clock.now(), url, 503))
+                return 503, [("Retry-After", "110")], b""
+        status, reply_headers, body = site(url, headers)
+        answers.append((clock.now(), url, status))
+        return status, reply_headers, body
+
+    # revisits unbounded: the row is queued again as soon as it is due
+    config = recrawl_config(tmp_path / "state", store=store, recrawl_share=1.0)
+    end_at = clock.now() + 400.0
+    crawler: Crawler
+
+    def on_page(page: Page) -> None:
+        if clock.now() >= end_at:
+            crawler.request_stop("max_time")
+
+    fetcher = MemoryFetcher(lambda url: 404, clock, conditional=flaky)
+    crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
+    asyncio.run(crawler.run())
+    still = [(at, status) for at, url, status in answers if url.endswith("/plain")]
+    failed = next(at for at, status in still if status == 503)
+    after = [at for at, status in still if at > failed]
+    assert after and after[0] >= failed + 110.0 - 1e-6  # the retry waited for Retry-After
+    # after the retry, the next visit keeps to the floor: not a second copy at once
+    assert all(b - a >= MIN_S * 0.95 for a, b in itertools.pairwise(after)), after[:4]

@@ -11,8 +11,10 @@ for a page modelled as a Poisson process of rate λ that a visit sees only as
 * :func:`bias_corrected_rate` — regular visits: λ̂ = −ln((n − X + 0.5)/(n + 0.5)) / I.
   Never the naive X/(n·I), which underestimates (0.63 λ at λI = 1) and cannot exceed 1/I.
 * :func:`irregular_rate` — irregular visits: the maximum-likelihood root of
-  Σ_changed t/(e^{λt} − 1) = Σ_unchanged t, with one changed and one unchanged
-  pseudo-interval so that it always exists, bisected in log space.
+  Σ_changed t/(e^{λt} − 1) = Σ_unchanged t, with pseudo-data so that it always exists,
+  bisected in log space; :func:`corrected_irregular_rate` puts that pseudo-data on the
+  page's own time scale (half an unchanged and half a changed mean interval), the
+  irregular form of the bias-corrected estimator.
 * :func:`last_modified_rate` — when the server's Last-Modified has proved honest:
   λ̂ = (X − 1 − X/(n·ln(1 − X/n))) / T, T = time from each change seen (its
   Last-Modified) to the visit that saw it, plus the unchanged intervals. Unbiased far
@@ -39,6 +41,7 @@ __all__ = [
     "LaneSchedule",
     "bias_corrected_rate",
     "complete_rate",
+    "corrected_irregular_rate",
     "first_interval",
     "fit_mu",
     "harmonic_rate",
@@ -103,26 +106,31 @@ def irregular_rate(
     unchanged_s: Iterable[float] | float,
     *,
     pseudo_s: float = DAY_S / 2,
+    pseudo_weight: float = 1.0,
+    pseudo_unchanged_s: float | None = None,
     low: float = 0.0005 / DAY_S,
     high: float = 7.0 / DAY_S,
 ) -> float:
     """The maximum-likelihood λ̂ for irregular visits (per second).
 
     ``changed_s`` are the lengths of the intervals after which a change was seen,
-    ``unchanged_s`` those (or their sum) after which none was. One changed and one
-    unchanged ``pseudo_s`` interval are added, so a root always exists (none if every
-    interval changed, 0 if none did); it is bisected in log space on [``low``, ``high``]
-    and clamped there.
+    ``unchanged_s`` those (or their sum) after which none was. Pseudo-data is added so
+    that a root always exists (none if every interval changed, 0 if none did): a changed
+    ``pseudo_s`` interval counted ``pseudo_weight`` times and ``pseudo_unchanged_s`` of
+    unchanged time (by default ``pseudo_s``: Kolobov et al.'s one changed and one
+    unchanged interval). The root is bisected in log space on [``low``, ``high``] and
+    clamped there.
     """
     changed = [t for t in changed_s if t > 0]
-    changed.append(pseudo_s)
     unchanged_total = (
         unchanged_s if isinstance(unchanged_s, float | int) else sum(unchanged_s)
-    ) + pseudo_s
+    ) + (pseudo_s if pseudo_unchanged_s is None else pseudo_unchanged_s)
 
     def excess(rate: float) -> float:
         # Σ t/(e^{λt} − 1) falls in λ; the root is where it meets the unchanged time.
-        return sum(t / math.expm1(min(rate * t, 700.0)) for t in changed) - unchanged_total
+        seen = sum(t / math.expm1(min(rate * t, 700.0)) for t in changed)
+        prior = pseudo_weight * pseudo_s / math.expm1(min(rate * pseudo_s, 700.0))
+        return seen + prior - unchanged_total
 
     if excess(high) >= 0:
         return high
@@ -136,6 +144,49 @@ def irregular_rate(
         else:
             hi = mid
     return math.exp((lo + hi) / 2)
+
+
+def corrected_irregular_rate(
+    changed_s: Sequence[float],
+    unchanged_s: float,
+    unchanged_visits: float,
+    *,
+    default_s: float = DAY_S,
+    low: float = 0.0005 / DAY_S,
+    high: float = 7.0 / DAY_S,
+) -> float:
+    """The bias-corrected λ̂ for irregular visits (per second): the maximum-likelihood root
+    of :func:`irregular_rate` with pseudo-data on the page's own time scale.
+
+    ``changed_s`` are the intervals after which a change was seen, ``unchanged_s`` the sum
+    of the ``unchanged_visits`` intervals after which none was. With m their mean length
+    (``default_s`` before there is any), the pseudo-data is half an unchanged interval of
+    m (Cho & Garcia-Molina's bias correction, the n + 0.5 and n − X + 0.5) and half a
+    changed one (the Jeffreys prior λ^(−1/2) of a Poisson rate: (X + ½)/T for a slow
+    page, so a page never yet seen to change keeps a small positive rate). For regular
+    visits it is ln((n + 1)/(n − X + 0.5))/I in closed form.
+
+    Kolobov et al.'s fixed pseudo-intervals (one whole changed and one unchanged
+    interval of half a day, whatever the page's spacing) bias both tails: a whole
+    pseudo-change is one change more than a slow page showed ((X + 1)/T), and half a day
+    of unchanged time set against a page visited every few hours holds its estimate
+    down. Both move visits from the fastest pages to the slowest, the ones whose visits
+    find nothing (docs/recrawl.md, the simulation).
+    """
+    changed = [t for t in changed_s if t > 0]
+    count = len(changed) + max(0.0, unchanged_visits)
+    mean = (sum(changed) + max(0.0, unchanged_s)) / count if count > 0 else default_s
+    if mean <= 0:
+        mean = default_s
+    return irregular_rate(
+        changed,
+        max(0.0, unchanged_s),
+        pseudo_s=mean,
+        pseudo_weight=0.5,
+        pseudo_unchanged_s=mean / 2,
+        low=low,
+        high=high,
+    )
 
 
 def window_unchanged(unchanged_s: float, changes: int, kept: int) -> float:

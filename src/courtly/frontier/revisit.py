@@ -25,8 +25,8 @@ from enum import Enum
 from courtly.fetch.validators import Validators, http_date_s, judge
 from courtly.frontier.recrawl import (
     LaneSchedule,
+    corrected_irregular_rate,
     first_interval,
-    irregular_rate,
     last_modified_rate,
     next_due_at,
     recrawl_interval,
@@ -199,18 +199,22 @@ def observe(
 
 def estimate_rate(state: RevisitState, lane: LaneSchedule) -> float:
     """λ̂ for ``state``: the Last-Modified estimator while that header is trusted and there
-    are 3 comparisons, else the irregular-interval MLE over the recent window (the ring's
-    changed intervals and their share of the unchanged time), with
-    pseudo-intervals of half the lane's default interval (0.5 day for a 1-day lane),
-    bisected between a thousandth of a change per longest interval and ten per shortest."""
+    are 3 comparisons, else the bias-corrected irregular-interval MLE
+    (:func:`~courtly.frontier.recrawl.corrected_irregular_rate`) over the recent window
+    (the ring's changed intervals and their share of the unchanged time and visits),
+    its pseudo-data half an unchanged and half a changed interval of the page's mean
+    interval, bisected between a thousandth of a change per longest interval and ten
+    per shortest."""
     if state.validators.lm_trusted and state.comparisons >= _MIN_VISITS_FOR_HISTORY:
         observed = state.lm_observed_s + state.unchanged_s
         if state.lm_changes == state.changes and observed > 0:
             return last_modified_rate(state.comparisons, state.changes, observed)
-    return irregular_rate(
+    kept = len(state.changed_ring)
+    return corrected_irregular_rate(
         state.changed_ring,
-        window_unchanged(state.unchanged_s, state.changes, len(state.changed_ring)),
-        pseudo_s=lane.default_s / 2,
+        window_unchanged(state.unchanged_s, state.changes, kept),
+        window_unchanged(float(state.comparisons - state.changes), state.changes, kept),
+        default_s=lane.default_s,
         low=0.001 / lane.max_s,
         high=10.0 / lane.min_s,
     )
