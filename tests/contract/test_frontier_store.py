@@ -21,7 +21,6 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, DelaySource, HostState, Lease, QueuedUrl
 from courtly.store.base import FrontierStore, HeldHosts
-from courtly.store.redis import RedisStore
 from tests.stores import REDIS_STORE_FACTORIES, STORE_FACTORIES
 
 T0 = 1_000.0
@@ -669,13 +668,6 @@ async def test_revisit_keeps_budgets_and_retirement_and_marks_unknown_urls_seen(
 # -- order within a host: levels, the news lane, promotion ------------------------------------
 
 
-def _needs_hints(store: FrontierStore) -> None:
-    """Skip on the Redis store: a promotion of a URL whose host has URLs in the front tier
-    leaves no hint there (the take-in from the front tier is LEASE's; docs/frontier.md)."""
-    if isinstance(store, RedisStore):
-        pytest.skip("the Redis store keeps no promotion hints for the front tier")
-
-
 async def _held(store: FrontierStore, host: str) -> Lease:
     """Lease ``host``'s seed so that the host is held; the seed stays leased."""
     assert await store.add([url(host, "seed")], T0, NO_BUDGET) == [AddStatus.QUEUED]
@@ -693,15 +685,8 @@ async def test_a_host_serves_its_better_levels_first(make: MakeStore) -> None:
     assert served == [f"http://a.test/p{i}" for i in (1, 3, 2, 5, 0, 4)]
 
 
-def _ranks_ready_hosts(store: FrontierStore) -> None:
-    """Skip on the Redis store: its lease script serves ready hosts by time alone."""
-    if isinstance(store, RedisStore):
-        pytest.skip("the Redis store serves ready hosts by their due time (docs/frontier.md)")
-
-
 async def test_the_ready_host_with_the_best_head_is_leased_first(make: MakeStore) -> None:
     store = make(QueueConfig(levels=3, max_back_queues=10))
-    _ranks_ready_hosts(store)
     await store.add([url(h, "x", level=2) for h in ("a.test", "b.test", "c.test")], T0, NO_BUDGET)
     batch = await store.lease(T0, TTL_S, 3)
     assert sorted(lease.host_key for lease in batch.leases) == ["a.test", "b.test", "c.test"]
@@ -720,7 +705,6 @@ async def test_a_better_level_in_the_front_tier_goes_before_ready_hosts(
     make: MakeStore,
 ) -> None:
     store = make(QueueConfig(levels=3, max_back_queues=10))
-    _ranks_ready_hosts(store)
     await store.add([url("a.test", "x", level=2), url("a.test", "y", level=2)], T0, NO_BUDGET)
     first = await lease_one(store)
     await done(store, first, T0)
@@ -872,7 +856,6 @@ async def test_a_url_in_the_front_tier_takes_its_promotion_into_its_back_queue(
     make: MakeStore,
 ) -> None:
     store = make(QueueConfig(levels=3, max_back_queues=3))
-    _needs_hints(store)
     # b.test is not held: its URLs wait in the front tier until a lease takes them in
     first = await _held(store, "a.test")
     waiting = [url("b.test", f"p{i}", 2) for i in range(3)]

@@ -15,7 +15,8 @@ Checked after every step:
   non-decreasing level: a ready host
   with a better head goes first, and a front-tier URL of a better level than every
   ready head is taken in before them (the news lane and hinted URLs aside, whose rank
-  the front tier does not show; stores that share the scheduler, not Redis);
+  the front tier does not show; every store, Redis per shard: the machine runs it with
+  one shard);
 * a promotion never queues a URL: a leased, fetched or unknown URL is left alone,
   and a promoted URL is still leased exactly once;
 * an expired lease returns its URL to the head of its queue and its late
@@ -166,8 +167,6 @@ class FrontierMachine(RuleBasedStateMachine):
 
     def check_batch_order(self, leases: tuple[Lease, ...]) -> None:
         """Heads of one batch come in non-decreasing level (see the module doc)."""
-        if isinstance(self.store, RedisStore):
-            return  # its lease script serves ready hosts by due time alone
         if self.max_due_wait_s != float("inf"):
             return  # an aged host goes first whatever its head (tests/property/test_due_ageing)
         levels = [

@@ -73,6 +73,7 @@ from courtly.store.redis.codec import (
 from courtly.store.redis.ip_gate import RedisIpGate
 from courtly.store.redis.revisits import RevisitSeam
 from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_text
+from courtly.store.scheduler import MAX_HINTS
 
 __all__ = ["RedisLayout", "RedisStore"]
 
@@ -296,9 +297,13 @@ class RedisStore(RevisitSeam):
             inactive_s = queues.inactive_after_s
             scan = queues.activation_scan
             weights = " ".join(repr(w) for w in queues.weights)
+            max_wait = queues.max_due_wait_s
+            max_wait_ms = -1.0 if math.isinf(max_wait) else max_wait * 1000.0  # -1: no ageing
+            hint_cap = max(1, math.ceil(MAX_HINTS / shards))
             self._config_tail = (
                 f"{self._slots} {inactive_s * 1000.0!r} {scan} {queues.max_skips} "
-                f"{self._layout.bloom_capacity} {self._layout.bloom_error!r} {weights}"
+                f"{self._layout.bloom_capacity} {self._layout.bloom_error!r} "
+                f"{max_wait_ms!r} {hint_cap} {weights}"
             )
             self._probe_next = self._rng.randrange(shards)
             if self._server_clock:
