@@ -6,6 +6,7 @@ directory (for backends that persist) and returns a new, empty store.
 
 from __future__ import annotations
 
+import math
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -54,12 +55,20 @@ def redis_store(
     )
 
 
+def _repeatable(url: str, queues: QueueConfig, rng: random.Random) -> FrontierStore:
+    """No wall-clock index cache, and no probe after the first lease: each store call
+    then makes the same script calls whatever the timing, so the scripts' random seeds
+    (drawn from the store's seeded ``rng``, one per call), and with them the front tier's
+    level draws, repeat run for run (Hypothesis replays a run and needs the same draws)."""
+    return redis_store(url, queues, rng, index_interval_s=0.0, probe_interval_s=math.inf)
+
+
 def _redis(_dir: Path, queues: QueueConfig, rng: random.Random) -> FrontierStore:
-    return redis_store(standalone_url(), queues, rng)
+    return _repeatable(standalone_url(), queues, rng)
 
 
 def _redis_cluster(_dir: Path, queues: QueueConfig, rng: random.Random) -> FrontierStore:
-    return redis_store(cluster_url(), queues, rng)
+    return _repeatable(cluster_url(), queues, rng)
 
 
 STORE_FACTORIES: dict[str, StoreFactory] = {

@@ -85,6 +85,7 @@ from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
 __all__ = [
+    "DUE_FOR_BREADTH",
     "MAX_HINTS",
     "HostRow",
     "Promotion",
@@ -98,7 +99,7 @@ __all__ = [
 
 _LEASE_SCAN_PER_LEASE: Final = 4
 """Front pops allowed per lease asked for, beyond ``activation_scan``."""
-_DUE_FOR_BREADTH: Final = 2
+DUE_FOR_BREADTH: Final = 2
 """A better front-tier level is taken in before ready hosts only while fewer than this
 many hosts per lease asked for are due (see :meth:`Scheduler.lease`)."""
 
@@ -450,7 +451,7 @@ class Scheduler:
         # fetches and new connections ahead of known hosts' pages (breadth the fetchers
         # cannot use); the front tier then waits until no host is due. Decided once per
         # call, so one batch still hands out heads in non-decreasing level.
-        better_first = self._due_live < _DUE_FOR_BREADTH * max(1, max_leases)
+        better_first = self._due_live < DUE_FOR_BREADTH * max(1, max_leases)
         while len(out) < max_leases:
             due = self._best_due()
             if scan > 0 and self._active < self._max_slots and (better_first or not out):

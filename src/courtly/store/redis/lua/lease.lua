@@ -5,7 +5,7 @@
 -- hosts into free slots, move the ready hosts whose time has come into the due set d
 -- (ripen), then lease: an aged host first (is_aged, the oldest), else the best head, then
 -- the one due longest; while the front tier's best level is better than every due head
--- (and fewer than 2 hosts per lease asked for are due: _DUE_FOR_BREADTH, decided once per
+-- (and fewer than 2 hosts per lease asked for are due: DUE_FOR_BREADTH, decided once per
 -- call), or no host is due, take hosts in from the front tier while slots are free (at
 -- most max(scan, 4 * max) front pops). The step runs as of now + ahead (the scheduler's
 -- lease as of now_at + ahead_s: hosts due that soon are leased, their request waits for
@@ -73,14 +73,6 @@ local function aged()
   end
 end
 
--- the best (smallest) non-empty front level, or nil (QueueRows.front_best_level)
-local function front_best_level()
-  if fs <= 0 then return nil end
-  for i = 1, LEVELS do
-    if redis.call('LLEN', P .. 'f' .. (i - 1)) > 0 then return i - 1 end
-  end
-  return nil
-end
 
 local function front_pop()
   if not skips then
@@ -147,7 +139,7 @@ local out = {}
 local n = 0
 local scan = math.max(SCAN, 4 * maxl)
 -- a better front level goes before due heads only while few hosts are due
--- (_DUE_FOR_BREADTH = 2 per lease asked for), decided once per call
+-- (DUE_FOR_BREADTH = 2 per lease asked for), decided once per call
 local better_first = redis.call('ZCARD', P .. 'd') < 2 * math.max(1, maxl)
 while n < maxl do
   local best = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')

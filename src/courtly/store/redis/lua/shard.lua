@@ -9,7 +9,8 @@
 -- comma-separated ids of the caller's earlier calls on this shard whose replies came
 -- back (their kept replies are dropped).
 -- ARGV[2]: "shard shards seed slots inactive_ms scan max_skips bloom_cap bloom_err
--- max_due_wait_ms hint_cap w0 w1 ..." (max_due_wait_ms -1: no ageing)
+-- max_due_wait_ms hint_cap breadth w0 w1 ..." (max_due_wait_ms -1: no ageing; breadth: see
+-- offer)
 -- ARGV[3...]: the operation's own arguments.
 local P = string.sub(KEYS[1], 1, -2)
 local M = KEYS[1]
@@ -46,9 +47,10 @@ for v in string.gmatch(ARGV[2], '%S+') do C[#C + 1] = tonumber(v) end
 local SHARD, NSHARDS, SLOTS, INACTIVE, SCAN, MAXSKIPS = C[1], C[2], C[4], C[5], C[6], C[7]
 local BCAP, BERR = C[8], C[9]
 local MAXWAIT, HINTCAP = C[10], C[11]  -- QueueConfig.max_due_wait_s (ms, -1: off); MAX_HINTS
+local BREADTH = C[12]
 math.randomseed(C[3])
 local WEIGHTS = {}
-for i = 12, #C do WEIGHTS[#WEIGHTS + 1] = C[i] end
+for i = 13, #C do WEIGHTS[#WEIGHTS + 1] = C[i] end
 local LEVELS = #WEIGHTS
 
 -- counters of the shard, read once and written back by finish()
@@ -496,9 +498,57 @@ local function least(a, b)
   return math.min(a, b)
 end
 
+-- the best (smallest) non-empty front level, or nil (QueueRows.front_best_level)
+local function front_best_level()
+  if fs <= 0 then return nil end
+  for i = 1, LEVELS do
+    if redis.call('LLEN', P .. 'f' .. (i - 1)) > 0 then return i - 1 end
+  end
+  return nil
+end
+
+-- The shard's offer to the crawl (docs/distributed.md, order across shards): what its
+-- next LEASE would serve first, "<rank> <at> <since>": the best due head's rank and
+-- time (or, with no host due, the next ready host's), and the time the host due longest
+-- became due (the ageing queue's first); a better front level replaces the rank while
+-- fewer than BREADTH hosts are due (the front-tier-first rule for a LEASE of the
+-- client's usual share). '' when the shard has nothing to serve. The store orders the
+-- due shards by their offers (store.offer_key).
+local OFFER = nil
+local function offer()
+  local rank, at
+  local best = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+  local due = 0
+  if #best > 0 then
+    rank = due_rank(tonumber(best[2]))
+    at = tonumber(best[2]) - rank * RSPAN
+    due = redis.call('ZCARD', P .. 'd')
+  else
+    local head = redis.call('ZRANGE', P .. 'r', 0, 0, 'WITHSCORES')
+    if #head > 0 then
+      rank = entry_rank(redis.call('LINDEX', P .. 'b:' .. head[1], 0))
+      at = tonumber(head[2])
+    end
+  end
+  if ac < SLOTS and due < BREADTH then
+    local level = front_best_level()
+    if level and (rank == nil or rank_of(level) < rank) then
+      rank = rank_of(level)
+      at = math.min(at or NOW, NOW)
+    end
+  end
+  if rank == nil then return '' end
+  local since = at
+  local oldest = redis.call('ZRANGE', P .. 'da', 0, 0, 'WITHSCORES')
+  if #oldest > 0 then since = math.min(since, tonumber(oldest[2])) end
+  return rank .. ' ' .. fmt(at) .. ' ' .. fmt(since)
+end
+
 -- When the next lease could come (scheduler semantics: nil = only an end of a lease
--- can bring one), and when the shard needs a visit (that, or a lease expiring).
+-- can bring one), and when the shard needs a visit (that, or a lease expiring); the
+-- shard's offer is read with them.
 local function next_times(scan_spent)
+  OFFER = offer()
   local nxt = head_score(P .. 'r')
   if redis.call('EXISTS', P .. 'd') == 1 then nxt = NOW end  -- hosts due (ripened) now
   local due = nxt
@@ -515,11 +565,11 @@ local function next_times(scan_spent)
   return nxt, due
 end
 
--- every script returns {version, now, next, due, ...}; '' for a time that is none. The
--- reply of a call that wrote is kept for KEEP ms (a fenced call wrote nothing: sent
--- again, it is fenced again).
+-- every script returns {version, now, next, due, offer, ...}; '' for a time that is none
+-- (and for the offer of a script that did not read it). The reply of a call that wrote
+-- is kept for KEEP ms (a fenced call wrote nothing: sent again, it is fenced again).
 local function reply(nxt, due, rest)
-  local out = {ver, fmt(NOW), nxt and fmt(nxt) or '', due and fmt(due) or ''}
+  local out = {ver, fmt(NOW), nxt and fmt(nxt) or '', due and fmt(due) or '', OFFER or ''}
   for _, v in ipairs(rest) do out[#out + 1] = v end
   if CALL and rest[1] ~= 'fenced' then
     redis.call('SET', P .. 'rp:' .. CALL, cmsgpack.pack(out), 'PX', KEEP)
