@@ -193,6 +193,22 @@ async def test_leasing_ahead_runs_the_step_as_of_now_plus_ahead(make: MakeStore)
     assert await store.complete(ahead, ahead.host, (), expiry, NO_BUDGET) is None  # fenced
 
 
+async def test_a_lease_hands_out_no_host_due_after_its_own_ahead(make: MakeStore) -> None:
+    # callers that lease different distances ahead (a crawl 50 ms, the Scrapy add-on
+    # 250 ms) share a store: a host a farther-ahead lease found due but did not hand out
+    # is not due for a nearer one
+    store = make(QueueConfig(max_back_queues=10))
+    hosts = [f"h{i}.test" for i in range(3)]
+    await store.add([url(h, f"p{i}") for h in hosts for i in range(2)], T0, NO_BUDGET)
+    for lease in (await store.lease(T0, TTL_S, 3)).leases:
+        held = replace(lease.host, next_allowed_at=T0 + 0.3)
+        assert await store.complete(lease, held, (), T0, NO_BUDGET) == []
+    assert len((await store.lease(T0, TTL_S, 1, ahead_s=0.5)).leases) == 1
+    batch = await store.lease(T0, TTL_S, 3)
+    assert batch.leases == () and batch.next_ready_at == pytest.approx(T0 + 0.3)
+    assert len((await store.lease(T0 + 0.3, TTL_S, 3)).leases) == 2
+
+
 async def lease_one_ahead(store: FrontierStore, now_at: float, ahead_s: float) -> Lease:
     batch = await store.lease(now_at, TTL_S, 1, ahead_s=ahead_s)
     assert len(batch.leases) == 1, batch

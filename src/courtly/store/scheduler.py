@@ -453,7 +453,7 @@ class Scheduler:
         # call, so one batch still hands out heads in non-decreasing level.
         better_first = self._due_live < DUE_FOR_BREADTH * max(1, max_leases)
         while len(out) < max_leases:
-            due = self._best_due()
+            due = self._best_due(now_at)
             if scan > 0 and self._active < self._max_slots and (better_first or not out):
                 best = rows.front_best_level()
                 if best is not None and (
@@ -726,14 +726,21 @@ class Scheduler:
             return key
         return None
 
-    def _best_due(self) -> tuple[int, float, int, str] | None:
-        """The due heap's best live entry (stale ones dropped), left in place."""
+    def _best_due(self, now_at: float) -> tuple[int, float, int, str] | None:
+        """The due heap's best live entry due by ``now_at``, left in place. Stale entries
+        are dropped; a host due after ``now_at`` (ripened by a step that ran further
+        ahead: ``lease(..., ahead_s)`` of a caller that leases further ahead) goes back to
+        the ready heap, so no lease hands out a host before its time less its own ahead."""
         due, held = self._due, self._held
         while due:
             top = due[0]
             queue = held.get(top[3])
             if queue is not None and queue.due == top[2]:
-                return top
+                if top[1] <= now_at:
+                    return top
+                queue.due = 0  # its ageing entry is skipped too; it is due again later
+                self._due_live -= 1
+                heapq.heappush(self._ready, (top[1], top[2], top[3]))
             heapq.heappop(due)
         return None
 

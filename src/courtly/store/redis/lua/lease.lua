@@ -105,6 +105,27 @@ local function front_pop()
   return redis.call('LPOP', P .. 'f' .. (chosen - 1))
 end
 
+-- Scheduler._best_due: d's best entry ({host, score}) due by NOW, left in place, or {};
+-- a host due after NOW (ripened by a LEASE that ran further ahead: another fetcher's,
+-- leasing further ahead) goes back to r, so no LEASE hands out a host before its time
+-- less its own ahead. (Compared as scores, rank * RSPAN + time, rounded alike.)
+local function best_due()
+  while true do
+    local best = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+    if #best == 0 then return best end
+    local score = tonumber(best[2])
+    local rank = due_rank(score)
+    if score <= rank * RSPAN + NOW then return best end
+    local host = best[1]
+    local at = score - rank * RSPAN
+    local since = redis.call('ZSCORE', P .. 'da', host)
+    redis.call('ZREM', P .. 'd', host)
+    redis.call('ZREM', P .. 'da', host)
+    if since and tonumber(since) > at then redis.call('HSET', P .. 'pa', host, since) end
+    redis.call('ZADD', P .. 'r', at, host)
+  end
+end
+
 -- Scheduler._take_from_front: one front URL into its host's back queue at its rank (or
 -- its hinted rank, if better), holding the host if it is new.
 local function take_from_front()
@@ -142,7 +163,7 @@ local scan = math.max(SCAN, 4 * maxl)
 -- (DUE_FOR_BREADTH = 2 per lease asked for), decided once per call
 local better_first = redis.call('ZCARD', P .. 'd') < 2 * math.max(1, maxl)
 while n < maxl do
-  local best = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+  local best = best_due()
   local took = false
   if scan > 0 and ac < SLOTS and (better_first or n == 0) then
     local level = front_best_level()

@@ -246,7 +246,7 @@ local function rerank_due(host)
   score = tonumber(score)
   local old = due_rank(score)
   local rank = entry_rank(redis.call('LINDEX', P .. 'b:' .. host, 0))
-  if rank < old then redis.call('ZADD', P .. 'd', score - (old - rank) * RSPAN, host) end
+  if rank < old then redis.call('ZADD', P .. 'd', rank * RSPAN + (score - old * RSPAN), host) end
 end
 
 local function requeue(host)
