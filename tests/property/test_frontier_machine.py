@@ -57,7 +57,7 @@ from courtly.frontier.politeness import PolitenessConfig
 from courtly.frontier.records import AddStatus, Lease, Outcome, OutcomeKind, QueuedUrl
 from courtly.frontier.retry import RETRYABLE
 from courtly.store.redis import RedisStore
-from tests.stores import REDIS_STORE_FACTORIES, STORE_FACTORIES
+from tests.stores import REPEATABLE_REDIS_STORE_FACTORIES, STORE_FACTORIES
 
 T = TypeVar("T")
 TTL_S = 30.0
@@ -85,7 +85,7 @@ class FrontierMachine(RuleBasedStateMachine):
             inactive_after_s=INACTIVE_AFTER_S,
             max_due_wait_s=self.max_due_wait_s,
         )
-        factory = {**STORE_FACTORIES, **REDIS_STORE_FACTORIES}[self.store_name]
+        factory = {**STORE_FACTORIES, **REPEATABLE_REDIS_STORE_FACTORIES}[self.store_name]
         self.store = factory(self.dir, queues, random.Random(0))
         config = FrontierConfig(
             queues=queues,
@@ -469,7 +469,7 @@ def _machine_stores() -> list[str]:
     and the 3-master cluster: minutes each over the network, so not in ``make test``)."""
     names = list(STORE_FACTORIES)
     if os.environ.get("COURTLY_PROPERTY_REDIS") == "1":
-        names += list(REDIS_STORE_FACTORIES)
+        names += list(REPEATABLE_REDIS_STORE_FACTORIES)
     return names
 
 

@@ -128,7 +128,7 @@ class Promotion(enum.Enum):
     HINT = "hint"
     """Some of the host's URLs wait in the front tier, maybe this one: moving a back-queue
     URL now could pass a URL of its new level still in the front, so the URL gets a hint
-    for when it is taken in (the local stores; Redis keeps none, see docs/frontier.md)."""
+    for when it is taken in (every store; Redis keeps its hints per shard)."""
     MOVE = "move"
     """Every URL of the host is in its back queue: the URL, if found there at a worse
     rank (never the leased head), leaves it for the tail of the new rank."""

@@ -24,7 +24,9 @@ the time (the contract suite's fake clock); a real crawl never sets it.
 
 **Steps.** ``add`` groups URLs by shard, one ADD per shard. ``lease`` reads the
 due index (one call on the crawl's slot, which also applies the pending index
-updates) and calls LEASE on the due shards, the request split between them; the
+updates) and calls LEASE on the due shards with the best offers (every shard's reply
+carries what its next LEASE would serve first: :func:`offer_key` orders them by the
+scheduler's rule), the request split between them; the
 due shards of one read serve the leases of the next ``index_interval_s`` without
 another read (a lease is then one round trip). It also probes one more shard,
 round robin, every ``probe_interval_s``, which bounds how stale a lost index
