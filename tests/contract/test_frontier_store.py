@@ -21,7 +21,6 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, DelaySource, HostState, Lease, QueuedUrl
 from courtly.store.base import FrontierStore, HeldHosts
-from courtly.store.redis import RedisStore
 from tests.stores import REDIS_STORE_FACTORIES, STORE_FACTORIES
 
 T0 = 1_000.0
@@ -230,6 +229,22 @@ async def test_a_lease_taken_less_far_ahead_than_the_last_hands_out_no_host_earl
         assert "c.test" not in {lease.host_key for lease in early.leases}, early
     again = await store.lease(expiry + 0.5, TTL_S, 4)
     assert "c.test" in hosts | {lease.host_key for lease in again.leases}
+
+
+async def test_a_lease_hands_out_no_host_due_after_its_own_ahead(make: MakeStore) -> None:
+    # callers that lease different distances ahead (a crawl 50 ms, the Scrapy add-on
+    # 250 ms) share a store: a host a farther-ahead lease found due but did not hand out
+    # is not due for a nearer one
+    store = make(QueueConfig(max_back_queues=10))
+    hosts = [f"h{i}.test" for i in range(3)]
+    await store.add([url(h, f"p{i}") for h in hosts for i in range(2)], T0, NO_BUDGET)
+    for lease in (await store.lease(T0, TTL_S, 3)).leases:
+        held = replace(lease.host, next_allowed_at=T0 + 0.3)
+        assert await store.complete(lease, held, (), T0, NO_BUDGET) == []
+    assert len((await store.lease(T0, TTL_S, 1, ahead_s=0.5)).leases) == 1
+    batch = await store.lease(T0, TTL_S, 3)
+    assert batch.leases == () and batch.next_ready_at == pytest.approx(T0 + 0.3)
+    assert len((await store.lease(T0 + 0.3, TTL_S, 3)).leases) == 2
 
 
 async def lease_one_ahead(store: FrontierStore, now_at: float, ahead_s: float) -> Lease:
@@ -707,13 +722,6 @@ async def test_revisit_keeps_budgets_and_retirement_and_marks_unknown_urls_seen(
 # -- order within a host: levels, the news lane, promotion ------------------------------------
 
 
-def _needs_hints(store: FrontierStore) -> None:
-    """Skip on the Redis store: a promotion of a URL whose host has URLs in the front tier
-    leaves no hint there (the take-in from the front tier is LEASE's; docs/frontier.md)."""
-    if isinstance(store, RedisStore):
-        pytest.skip("the Redis store keeps no promotion hints for the front tier")
-
-
 async def _held(store: FrontierStore, host: str) -> Lease:
     """Lease ``host``'s seed so that the host is held; the seed stays leased."""
     assert await store.add([url(host, "seed")], T0, NO_BUDGET) == [AddStatus.QUEUED]
@@ -731,15 +739,8 @@ async def test_a_host_serves_its_better_levels_first(make: MakeStore) -> None:
     assert served == [f"http://a.test/p{i}" for i in (1, 3, 2, 5, 0, 4)]
 
 
-def _ranks_ready_hosts(store: FrontierStore) -> None:
-    """Skip on the Redis store: its lease script serves ready hosts by time alone."""
-    if isinstance(store, RedisStore):
-        pytest.skip("the Redis store serves ready hosts by their due time (docs/frontier.md)")
-
-
 async def test_the_ready_host_with_the_best_head_is_leased_first(make: MakeStore) -> None:
     store = make(QueueConfig(levels=3, max_back_queues=10))
-    _ranks_ready_hosts(store)
     await store.add([url(h, "x", level=2) for h in ("a.test", "b.test", "c.test")], T0, NO_BUDGET)
     batch = await store.lease(T0, TTL_S, 3)
     assert sorted(lease.host_key for lease in batch.leases) == ["a.test", "b.test", "c.test"]
@@ -758,7 +759,6 @@ async def test_a_better_level_in_the_front_tier_goes_before_ready_hosts(
     make: MakeStore,
 ) -> None:
     store = make(QueueConfig(levels=3, max_back_queues=10))
-    _ranks_ready_hosts(store)
     await store.add([url("a.test", "x", level=2), url("a.test", "y", level=2)], T0, NO_BUDGET)
     first = await lease_one(store)
     await done(store, first, T0)
@@ -910,7 +910,6 @@ async def test_a_url_in_the_front_tier_takes_its_promotion_into_its_back_queue(
     make: MakeStore,
 ) -> None:
     store = make(QueueConfig(levels=3, max_back_queues=3))
-    _needs_hints(store)
     # b.test is not held: its URLs wait in the front tier until a lease takes them in
     first = await _held(store, "a.test")
     waiting = [url("b.test", f"p{i}", 2) for i in range(3)]

@@ -222,6 +222,28 @@ async def test_two_fetchers_share_one_crawl_over_many_shards(crawl: tuple[str, s
             await store.aclose()
 
 
+async def test_a_lease_visits_the_shards_with_the_best_heads_first(
+    crawl: tuple[str, str],
+) -> None:
+    # level-2 pages on hosts of every shard, and two level-0 pages (seeds) in two shards:
+    # each shard offers its best (head rank, time) with every reply, and a lease of one
+    # host visits the shard with the best offer, not a due shard at random
+    store = fetcher(crawl)
+    try:
+        hosts = [f"d{i}.test" for i in range(64)]
+        seeds: list[str] = []
+        for host in hosts:
+            if len(seeds) < 2 and all(shard_of(host, 16) != shard_of(s, 16) for s in seeds):
+                seeds.append(host)
+        pages = [QueuedUrl(f"http://{h}/p", h, 2, 1) for h in hosts if h not in seeds]
+        found = [QueuedUrl(f"http://{h}/", h, 0, 0) for h in seeds]
+        await store.add(pages + found, 0.0, NO_BUDGET)
+        first = [(await store.lease(0.0, 30.0, 1)).leases for _ in range(2)]
+        assert sorted(lease.host_key for leases in first for lease in leases) == sorted(seeds)
+    finally:
+        await store.aclose()
+
+
 async def test_one_lease_per_host_across_fetchers(crawl: tuple[str, str]) -> None:
     stores = [fetcher(crawl, seed=s) for s in range(3)]
     try:

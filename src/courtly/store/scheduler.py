@@ -85,6 +85,7 @@ from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
 __all__ = [
+    "DUE_FOR_BREADTH",
     "MAX_HINTS",
     "HostRow",
     "Promotion",
@@ -98,7 +99,7 @@ __all__ = [
 
 _LEASE_SCAN_PER_LEASE: Final = 4
 """Front pops allowed per lease asked for, beyond ``activation_scan``."""
-_DUE_FOR_BREADTH: Final = 2
+DUE_FOR_BREADTH: Final = 2
 """A better front-tier level is taken in before ready hosts only while fewer than this
 many hosts per lease asked for are due (see :meth:`Scheduler.lease`)."""
 
@@ -127,7 +128,7 @@ class Promotion(enum.Enum):
     HINT = "hint"
     """Some of the host's URLs wait in the front tier, maybe this one: moving a back-queue
     URL now could pass a URL of its new level still in the front, so the URL gets a hint
-    for when it is taken in (the local stores; Redis keeps none, see docs/frontier.md)."""
+    for when it is taken in (every store; Redis keeps its hints per shard)."""
     MOVE = "move"
     """Every URL of the host is in its back queue: the URL, if found there at a worse
     rank (never the leased head), leaves it for the tail of the new rank."""
@@ -308,7 +309,6 @@ class Scheduler:
         self._due: list[tuple[int, float, int, str]] = []
         self._due_live = 0
         self._due_order: deque[tuple[float, int, str]] = deque()  # (due at, episode, host)
-        self._ripened_to = float("-inf")  # the latest time as of which hosts were ripened
         self._max_due_wait_s = queues.max_due_wait_s
         self._wake: list[tuple[float, int, str]] = []
         self._active = 0
@@ -441,7 +441,6 @@ class Scheduler:
         """
         self._reclaim(now_at)
         self._wake_due(now_at)
-        self._unripen(now_at)
         self._ripen(now_at)
         rows = self._rows
         levels = self._levels
@@ -452,9 +451,9 @@ class Scheduler:
         # fetches and new connections ahead of known hosts' pages (breadth the fetchers
         # cannot use); the front tier then waits until no host is due. Decided once per
         # call, so one batch still hands out heads in non-decreasing level.
-        better_first = self._due_live < _DUE_FOR_BREADTH * max(1, max_leases)
+        better_first = self._due_live < DUE_FOR_BREADTH * max(1, max_leases)
         while len(out) < max_leases:
-            due = self._best_due()
+            due = self._best_due(now_at)
             if scan > 0 and self._active < self._max_slots and (better_first or not out):
                 best = rows.front_best_level()
                 if best is not None and (
@@ -702,7 +701,6 @@ class Scheduler:
         """Ready hosts whose time has come move from the ready heap to the due heap (and to
         the back of the ageing queue, which so holds them in the order they became due)."""
         ready, held, order = self._ready, self._held, self._due_order
-        self._ripened_to = max(self._ripened_to, now_at)
         while ready and ready[0][0] <= now_at:
             at, _, key = heapq.heappop(ready)
             queue = held[key]
@@ -711,30 +709,6 @@ class Scheduler:
             # time of its own yet, is due from then: it has not waited before)
             order.append((max(at, queue.placed_at), queue.episode, key))
             self._push_due(key, queue, at)
-
-    def _unripen(self, now_at: float) -> None:
-        """A step as of an earlier time than one before it (a lease taken less far ahead
-        than the last): the hosts that came due after ``now_at`` go back to the ready heap,
-        so no step hands out a host before its time as of that step (the Redis store's
-        LEASE, which reads its due hosts afresh as of each call's time, does the same)."""
-        if now_at >= self._ripened_to:
-            return
-        held, kept = self._held, []
-        for entry in self._due:
-            _, at, seq, key = entry
-            queue = held.get(key)
-            if queue is None or queue.due != seq:
-                continue  # a stale entry
-            if at <= now_at:
-                kept.append(entry)
-                continue
-            queue.due = 0
-            self._due_live -= 1
-            self._seq += 1
-            heapq.heappush(self._ready, (at, self._seq, key))
-        heapq.heapify(kept)
-        self._due = kept
-        self._ripened_to = now_at
 
     def _aged(self, now_at: float) -> str | None:
         """The host due longest, if it is still due and aged (:func:`is_aged`), else
@@ -752,14 +726,21 @@ class Scheduler:
             return key
         return None
 
-    def _best_due(self) -> tuple[int, float, int, str] | None:
-        """The due heap's best live entry (stale ones dropped), left in place."""
+    def _best_due(self, now_at: float) -> tuple[int, float, int, str] | None:
+        """The due heap's best live entry due by ``now_at``, left in place. Stale entries
+        are dropped; a host due after ``now_at`` (ripened by a step that ran further
+        ahead: ``lease(..., ahead_s)`` of a caller that leases further ahead) goes back to
+        the ready heap, so no lease hands out a host before its time less its own ahead."""
         due, held = self._due, self._held
         while due:
             top = due[0]
             queue = held.get(top[3])
             if queue is not None and queue.due == top[2]:
-                return top
+                if top[1] <= now_at:
+                    return top
+                queue.due = 0  # its ageing entry is skipped too; it is due again later
+                self._due_live -= 1
+                heapq.heappush(self._ready, (top[1], top[2], top[3]))
             heapq.heappop(due)
         return None
 

@@ -24,7 +24,9 @@ the time (the contract suite's fake clock); a real crawl never sets it.
 
 **Steps.** ``add`` groups URLs by shard, one ADD per shard. ``lease`` reads the
 due index (one call on the crawl's slot, which also applies the pending index
-updates) and calls LEASE on the due shards, the request split between them; the
+updates) and calls LEASE on the due shards with the best offers (every shard's reply
+carries what its next LEASE would serve first: :func:`offer_key` orders them by the
+scheduler's rule), the request split between them; the
 due shards of one read serve the leases of the next ``index_interval_s`` without
 another read (a lease is then one round trip). It also probes one more shard,
 round robin, every ``probe_interval_s``, which bounds how stale a lost index
@@ -73,6 +75,7 @@ from courtly.store.redis.codec import (
 from courtly.store.redis.ip_gate import RedisIpGate
 from courtly.store.redis.revisits import RevisitSeam
 from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_text
+from courtly.store.scheduler import DUE_FOR_BREADTH, MAX_HINTS, is_aged
 
 __all__ = ["RedisLayout", "RedisStore"]
 
@@ -116,6 +119,8 @@ _CATALOGUE_CHUNK: Final = 1000
 _LEASES_PER_VISIT: Final = 4
 """A lease of ``n`` visits ``ceil(n / 4)`` due shards: fewer calls per lease; a shard with
 fewer ready hosts gives fewer, and the caller asks again."""
+_DUE_READ: Final = 256
+"""INDEX returns at most this many due shards (with their offers) for the store to order."""
 _RETRY_MAX_S: Final = 0.25
 """The longest pause between two tries of a call while the server is unreachable: a
 failover is seen within this of its end (a call to a dead node fails at once)."""
@@ -161,17 +166,50 @@ def _s(value: bytes | str) -> str:
     return value.decode() if isinstance(value, bytes) else value
 
 
-class _Reply:
-    """The head every shard script returns: version, server now, next and due times."""
+Offer = tuple[int, float, float]
+"""A shard's offer (``offer`` in ``shard.lua``): the head rank its next LEASE would serve
+first, that host's time and the time its host due longest became due (server ms)."""
 
-    __slots__ = ("due_ms", "next_ms", "now_ms", "rest", "version")
+
+def parse_offer(raw: bytes | str) -> Offer | None:
+    """A shard's offer as a script returns it (``"<rank> <at> <since>"``); ``None`` for
+    ``''`` (nothing to serve)."""
+    text = _s(raw)
+    if not text:
+        return None
+    rank, at, since = text.split()
+    return int(rank), float(at), float(since)
+
+
+def offer_key(offer: Offer | None, now_ms: float, max_due_wait_s: float) -> tuple[float, ...]:
+    """Where a due shard goes in a lease's order of visits, smallest first: the scheduler's
+    rule (:meth:`courtly.store.scheduler.Scheduler.lease`) across shards. A shard whose
+    host due longest is aged (:func:`~courtly.store.scheduler.is_aged`) first, oldest
+    first; then by the best head rank it offers, then that host's time; a shard that
+    offered nothing (due for an expiring lease, or not heard from yet) last. ``now_ms``:
+    the server's now, ms."""
+    if offer is None:
+        return (2.0, 0.0, 0.0)
+    rank, at, since = offer
+    if is_aged(since / 1000.0, now_ms / 1000.0, max_due_wait_s):
+        return (0.0, since, 0.0)
+    return (1.0, float(rank), at)
+
+
+class _Reply:
+    """The head every shard script returns: version, server now, next and due times, and
+    the shard's offer (``None`` from a script that does not read it)."""
+
+    __slots__ = ("due_ms", "next_ms", "now_ms", "offer", "offer_text", "rest", "version")
 
     def __init__(self, raw: list[Any]) -> None:
         self.version = int(raw[0])
         self.now_ms = float(raw[1])
         self.next_ms = float(raw[2]) if raw[2] else None
         self.due_ms = float(raw[3]) if raw[3] else None
-        self.rest: list[Any] = raw[4:]
+        self.offer_text = _s(raw[4])
+        self.offer = parse_offer(self.offer_text)
+        self.rest: list[Any] = raw[5:]
 
     @property
     def fenced(self) -> bool:
@@ -227,7 +265,8 @@ class RedisStore(RevisitSeam):
         self._open_lock = asyncio.Lock()
         self._calls = asyncio.Semaphore(_CALLS_IN_FLIGHT)
         self._offset_ms = 0.0
-        self._pending: dict[int, tuple[int, str, str]] = {}
+        self._pending: dict[int, tuple[int, str, str, str]] = {}
+        self._offers: dict[int, Offer | None] = {}  # shard -> its last offer heard of
         self._probe_next = 0
         self._probe_at = 0.0
         self._index_interval_s = index_interval_s
@@ -296,9 +335,14 @@ class RedisStore(RevisitSeam):
             inactive_s = queues.inactive_after_s
             scan = queues.activation_scan
             weights = " ".join(repr(w) for w in queues.weights)
+            max_wait = queues.max_due_wait_s
+            max_wait_ms = -1.0 if math.isinf(max_wait) else max_wait * 1000.0  # -1: no ageing
+            hint_cap = max(1, math.ceil(MAX_HINTS / shards))
+            breadth = DUE_FOR_BREADTH * _LEASES_PER_VISIT
             self._config_tail = (
                 f"{self._slots} {inactive_s * 1000.0!r} {scan} {queues.max_skips} "
-                f"{self._layout.bloom_capacity} {self._layout.bloom_error!r} {weights}"
+                f"{self._layout.bloom_capacity} {self._layout.bloom_error!r} "
+                f"{max_wait_ms!r} {hint_cap} {breadth} {weights}"
             )
             self._probe_next = self._rng.randrange(shards)
             if self._server_clock:
@@ -394,12 +438,16 @@ class RedisStore(RevisitSeam):
         ahead_s: float,
         started: float,
     ) -> LeaseBatch:
-        """LEASE on up to ``ceil(max_leases / 4)`` of the due ``candidates`` (at random),
-        and on the probe's shard when its turn has come; ``started``: the monotonic
-        time the lease began."""
+        """LEASE on up to ``ceil(max_leases / 4)`` of the due ``candidates``, best offer
+        first (:func:`offer_key`; at random among equal offers), and on the probe's shard
+        when its turn has come; ``started``: the monotonic time the lease began."""
         shards = self._layout.shards
         candidates = list(candidates)
         self._rng.shuffle(candidates)
+        now_ms = now_at * 1000.0 + self._offset_ms
+        max_wait_s = self._queues.max_due_wait_s
+        offers = self._offers
+        candidates.sort(key=lambda shard: offer_key(offers.get(shard), now_ms, max_wait_s))
         visits = candidates[: max(1, math.ceil(max_leases / _LEASES_PER_VISIT))]
         asks = _split(max_leases, len(visits))
         probe = self._probe(shards)
@@ -725,7 +773,8 @@ class RedisStore(RevisitSeam):
             if pending is None or pending[0] < reply.version:
                 due = "" if reply.due_ms is None else repr(reply.due_ms)
                 nxt = "" if reply.next_ms is None else repr(reply.next_ms)
-                self._pending[shard] = (reply.version, due, nxt)
+                self._pending[shard] = (reply.version, due, nxt, reply.offer_text)
+                self._offers[shard] = reply.offer
         return reply
 
     async def _run(self, name: str, keys: list[str], argv: list[Any]) -> Any:
@@ -822,13 +871,19 @@ class RedisStore(RevisitSeam):
         self, k: int, now_at: float | None, ahead_s: float = 0.0
     ) -> tuple[int, list[int], list[tuple[int, float]]]:
         """Apply the pending updates; how many shards are due by now + ``ahead_s``, up to
-        ``k`` of them, and the ``k`` earliest (shard, next ms)."""
+        :data:`_DUE_READ` of them (earliest due first; their offers are kept for
+        :meth:`_lease_from` to order them by), and the ``k`` earliest (shard, next ms)."""
         pending, self._pending = self._pending, {}
         now = -1.0 if self._server_clock or now_at is None else now_at * 1000.0
-        args: list[Any] = [repr(now), k, ahead_s * 1000.0]
-        for shard, (version, due, nxt) in pending.items():
-            args.extend((shard, version, due, nxt))
-        keys = [self._crawl_key + "due", self._crawl_key + "dv", self._crawl_key + "nx"]
+        args: list[Any] = [repr(now), k, ahead_s * 1000.0, max(k, _DUE_READ)]
+        for shard, (version, due, nxt, offer) in pending.items():
+            args.extend((shard, version, due, nxt, offer))
+        keys = [
+            self._crawl_key + "due",
+            self._crawl_key + "dv",
+            self._crawl_key + "nx",
+            self._crawl_key + "of",
+        ]
         script = self._scripts["index"]
         try:
             async with self._calls:
@@ -839,7 +894,10 @@ class RedisStore(RevisitSeam):
             raise
         if now_at is not None:
             self._offset_ms = float(raw[0]) - now_at * 1000.0
-        return int(raw[1]), [int(shard) for shard in raw[2]], _pairs(raw[3])
+        due_shards = [int(shard) for shard in raw[2]]
+        for shard, offer in zip(due_shards, raw[4], strict=True):
+            self._offers[shard] = parse_offer(offer)
+        return int(raw[1]), due_shards, _pairs(raw[3])
 
     async def _flush_index(self) -> None:
         if self._pending:

@@ -4,6 +4,7 @@
 ver = ver - 1
 local ready = redis.call('ZCOUNT', P .. 'r', '-inf', NOW)
 local snoozed = redis.call('ZCARD', P .. 'r') - ready
+ready = ready + redis.call('ZCARD', P .. 'd')  -- due hosts (LEASE's ripen) are ready
 local inactive = redis.call('ZCARD', P .. 'w')
 local wdue = redis.call('ZCOUNT', P .. 'w', '-inf', NOW)
 local parked = 0

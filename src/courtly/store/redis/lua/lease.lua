@@ -1,9 +1,15 @@
--- LEASE: ARGV[3] max leases, ARGV[4] ttl ms, ARGV[5] ahead ms. Reclaim expired leases
--- (their URL is still at the head of its queue), wake due inactive hosts into free
--- slots, then lease ready hosts, taking hosts in from the front tier while slots are
--- free (at most max(scan, 4 * max) front pops). The step runs as of now + ahead (the
--- scheduler's lease as of now_at + ahead_s: hosts due that soon are leased, their
--- request waits for their time); the reply head (now, next, due) is the server's own.
+-- LEASE: ARGV[3] max leases, ARGV[4] ttl ms, ARGV[5] ahead ms: the scheduler's lease
+-- (courtly.store.scheduler.Scheduler.lease), step for step, over the shard's rows.
+-- Reclaim expired leases (their URL is still in its queue: back to the head of its rank,
+-- reseat_head; the host goes back to a heap at max(next allowed, now)), wake due inactive
+-- hosts into free slots, move the ready hosts whose time has come into the due set d
+-- (ripen), then lease: an aged host first (is_aged, the oldest), else the best head, then
+-- the one due longest; while the front tier's best level is better than every due head
+-- (and fewer than 2 hosts per lease asked for are due: DUE_FOR_BREADTH, decided once per
+-- call), or no host is due, take hosts in from the front tier while slots are free (at
+-- most max(scan, 4 * max) front pops). The step runs as of now + ahead (the scheduler's
+-- lease as of now_at + ahead_s: hosts due that soon are leased, their request waits for
+-- their time); the reply head (now, next, due, offer) is the server's own.
 -- Returns the reply head, then per lease: host, token, entry, next allowed ms, state
 -- payload.
 local maxl, ttl = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -15,6 +21,7 @@ for _, host in ipairs(expired) do
   redis.call('ZREM', P .. 'x', host)
   redis.call('HDEL', P .. 'l', host)
   bs = bs + 1
+  reseat_head(host)
   place(host, math.max(host_next(host), NOW))
 end
 
@@ -27,6 +34,45 @@ if ac < SLOTS then
     redis.call('ZADD', P .. 'r', due[j + 1], due[j])
   end
 end
+
+-- Scheduler._ripen: ready hosts whose time has come go into d, keyed by their head rank
+-- and time, and into the ageing queue da by the time they are due since (their time, or
+-- when they were placed if later: pa). At most RIPEN per call; the rest stay in r, due,
+-- for the next call (next_times reports the shard due).
+local RIPEN = 1024
+local function ripen()
+  local due = redis.call('ZRANGEBYSCORE', P .. 'r', '-inf', NOW, 'WITHSCORES', 'LIMIT', 0, RIPEN)
+  if #due == 0 then return end
+  redis.call('ZREMRANGEBYRANK', P .. 'r', 0, #due / 2 - 1)
+  for j = 1, #due, 2 do
+    local host, at = due[j], tonumber(due[j + 1])
+    local since = at
+    local placed = redis.call('HGET', P .. 'pa', host)
+    if placed then
+      redis.call('HDEL', P .. 'pa', host)
+      since = math.max(at, tonumber(placed))
+    end
+    local rank = entry_rank(redis.call('LINDEX', P .. 'b:' .. host, 0))
+    redis.call('ZADD', P .. 'd', rank * RSPAN + at, host)
+    redis.call('ZADD', P .. 'da', since, host)
+  end
+end
+
+-- Scheduler._aged: the host due longest, if it is aged (is_aged: now - since >
+-- max_due_wait), else nil; entries of hosts no longer due are dropped on the way.
+local function aged()
+  if MAXWAIT < 0 then return nil end
+  while true do
+    local oldest = redis.call('ZRANGE', P .. 'da', 0, 0, 'WITHSCORES')
+    if #oldest == 0 then return nil end
+    if redis.call('ZSCORE', P .. 'd', oldest[1]) then
+      if NOW - tonumber(oldest[2]) > MAXWAIT then return oldest[1] end
+      return nil
+    end
+    redis.call('ZREM', P .. 'da', oldest[1])
+  end
+end
+
 
 local function front_pop()
   if not skips then
@@ -59,11 +105,40 @@ local function front_pop()
   return redis.call('LPOP', P .. 'f' .. (chosen - 1))
 end
 
+-- Scheduler._best_due: d's best entry ({host, score}) due by NOW, left in place, or {};
+-- a host due after NOW (ripened by a LEASE that ran further ahead: another fetcher's,
+-- leasing further ahead) goes back to r, so no LEASE hands out a host before its time
+-- less its own ahead. (Compared as scores, rank * RSPAN + time, rounded alike.)
+local function best_due()
+  while true do
+    local best = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+    if #best == 0 then return best end
+    local score = tonumber(best[2])
+    local rank = due_rank(score)
+    if score <= rank * RSPAN + NOW then return best end
+    local host = best[1]
+    local at = score - rank * RSPAN
+    local since = redis.call('ZSCORE', P .. 'da', host)
+    redis.call('ZREM', P .. 'd', host)
+    redis.call('ZREM', P .. 'da', host)
+    if since and tonumber(since) > at then redis.call('HSET', P .. 'pa', host, since) end
+    redis.call('ZADD', P .. 'r', at, host)
+  end
+end
+
+-- Scheduler._take_from_front: one front URL into its host's back queue at its rank (or
+-- its hinted rank, if better), holding the host if it is new.
 local function take_from_front()
   local e = front_pop()
   local host = entry_host(e)
+  local rank = entry_rank(e)
+  local hinted = take_hint(entry_url(e))
+  if hinted and hinted < rank then
+    rank = hinted
+    e = with_rank(e, rank)
+  end
   if redis.call('HEXISTS', P .. 'bl', host) == 1 then
-    back_insert(host, e, entry_rank(e))
+    back_insert(host, e, rank)
     redis.call('HINCRBY', P .. 'bl', host, 1)
     bs = bs + 1
     return
@@ -80,14 +155,30 @@ local function take_from_front()
   place(host, host_next(host))
 end
 
+ripen()
 local out = {}
 local n = 0
 local scan = math.max(SCAN, 4 * maxl)
+-- a better front level goes before due heads only while few hosts are due
+-- (DUE_FOR_BREADTH = 2 per lease asked for), decided once per call
+local better_first = redis.call('ZCARD', P .. 'd') < 2 * math.max(1, maxl)
 while n < maxl do
-  local head = redis.call('ZRANGE', P .. 'r', 0, 0, 'WITHSCORES')
-  if #head > 0 and tonumber(head[2]) <= NOW then
-    local host = head[1]
-    redis.call('ZREM', P .. 'r', host)
+  local best = best_due()
+  local took = false
+  if scan > 0 and ac < SLOTS and (better_first or n == 0) then
+    local level = front_best_level()
+    if level and (#best == 0 or (better_first and rank_of(level) < due_rank(tonumber(best[2])))) then
+      scan = scan - 1
+      take_from_front()
+      ripen()
+      took = true
+    end
+  end
+  if not took then
+    if #best == 0 then break end
+    local host = aged() or best[1]
+    redis.call('ZREM', P .. 'd', host)
+    redis.call('ZREM', P .. 'da', host)
     bs = bs - 1
     tok = tok + 1
     local token = string.format('%.0f', tok * NSHARDS + SHARD)
@@ -99,11 +190,6 @@ while n < maxl do
     out[#out + 1] = fmt(host_next(host))
     out[#out + 1] = redis.call('HGET', P .. 'hs', host) or ''
     n = n + 1
-  elseif scan > 0 and ac < SLOTS and fs > 0 then
-    scan = scan - 1
-    take_from_front()
-  else
-    break
   end
 end
 

@@ -8,7 +8,9 @@
 -- time the caller sends that call again; KEEP: how long its reply is kept (ms); DONE:
 -- comma-separated ids of the caller's earlier calls on this shard whose replies came
 -- back (their kept replies are dropped).
--- ARGV[2]: "shard shards seed slots inactive_ms scan max_skips bloom_cap bloom_err w0 w1 ..."
+-- ARGV[2]: "shard shards seed slots inactive_ms scan max_skips bloom_cap bloom_err
+-- max_due_wait_ms hint_cap breadth w0 w1 ..." (max_due_wait_ms -1: no ageing; breadth: see
+-- offer)
 -- ARGV[3...]: the operation's own arguments.
 local P = string.sub(KEYS[1], 1, -2)
 local M = KEYS[1]
@@ -44,9 +46,11 @@ local C = {}
 for v in string.gmatch(ARGV[2], '%S+') do C[#C + 1] = tonumber(v) end
 local SHARD, NSHARDS, SLOTS, INACTIVE, SCAN, MAXSKIPS = C[1], C[2], C[4], C[5], C[6], C[7]
 local BCAP, BERR = C[8], C[9]
+local MAXWAIT, HINTCAP = C[10], C[11]  -- QueueConfig.max_due_wait_s (ms, -1: off); MAX_HINTS
+local BREADTH = C[12]
 math.randomseed(C[3])
 local WEIGHTS = {}
-for i = 10, #C do WEIGHTS[#WEIGHTS + 1] = C[i] end
+for i = 13, #C do WEIGHTS[#WEIGHTS + 1] = C[i] end
 local LEVELS = #WEIGHTS
 
 -- counters of the shard, read once and written back by finish()
@@ -199,7 +203,18 @@ end
 -- held hosts: bl (host -> back queue length, leased head included), act (active hosts),
 -- r (ready heap of active unleased hosts), w (wake heap of inactive hosts),
 -- l (host -> current lease token), x (host -> lease expiry ms)
+--
+-- The due set (courtly.store.scheduler's due heap, Scheduler._push_due and _ripen): the
+-- active unleased hosts whose time has come leave r for d (host -> head rank * RSPAN +
+-- their time, ms), so d's first member is the best head, then the one due longest; da
+-- (host -> due since, ms) is the ageing queue (Scheduler._due_order): the oldest there
+-- goes first once is_aged; pa (host -> ms it was placed) keeps Scheduler's placed_at
+-- for a host placed after its time (due since then, not since its stale time).
+local RSPAN = 17592186044416  -- 2^44 ms (557 years): a time in ms stays below it
+local function due_rank(score) return math.floor(score / RSPAN) end
+
 local function place(host, at)
+  if at < NOW then redis.call('HSET', P .. 'pa', host, fmt(NOW)) end
   if at - NOW <= INACTIVE then
     local active = redis.call('SISMEMBER', P .. 'act', host) == 1
     if not active and ac < SLOTS then
@@ -220,6 +235,18 @@ end
 local function let_go(host)
   if redis.call('SREM', P .. 'act', host) == 1 then ac = ac - 1 end
   redis.call('HDEL', P .. 'bl', host)
+  redis.call('HDEL', P .. 'pa', host)
+end
+
+-- A due host whose head rank improved (a better URL inserted or promoted) moves up in d
+-- with the same time (Scheduler._appended's push again).
+local function rerank_due(host)
+  local score = redis.call('ZSCORE', P .. 'd', host)
+  if not score then return end
+  score = tonumber(score)
+  local old = due_rank(score)
+  local rank = entry_rank(redis.call('LINDEX', P .. 'b:' .. host, 0))
+  if rank < old then redis.call('ZADD', P .. 'd', rank * RSPAN + (score - old * RSPAN), host) end
 end
 
 local function requeue(host)
@@ -246,7 +273,7 @@ end
 -- O(1) when nothing queued is worse (the common case), else a binary search over the
 -- host's queue (O(log n) LINDEX). LEASE's take-in from the front tier inserts the same
 -- way, so a back queue stays in rank order (a released head is reseated, reseat_head).
-local function back_insert(host, e, rank)
+local function back_insert_at(host, e, rank)
   local key = P .. 'b:' .. host
   local tail = redis.call('LINDEX', key, -1)
   if tail and entry_rank(tail) > rank then
@@ -265,6 +292,10 @@ local function back_insert(host, e, rank)
     end
   end
   redis.call('RPUSH', key, e)
+end
+local function back_insert(host, e, rank)
+  back_insert_at(host, e, rank)
+  rerank_due(host)
 end
 
 -- A URL given back (RELEASE) returns to the head of its rank: a better URL that arrived
@@ -312,11 +343,36 @@ local function route(host, entry, level, news, queued)
   end
 end
 
+-- Promotion hints (Scheduler._hint, MAX_HINTS): hi (url -> rank) for URLs promoted while
+-- their host has URLs in the front tier; LEASE's take-in puts such a URL at the better of
+-- its own rank and its hint (take_hint). At most HINTCAP per shard, all dropped when
+-- full; a URL queued again drops its hint (admit: a hint is for a URL queued before it).
+local hints = nil  -- may hi exist? asked on first use
+local function has_hints()
+  if hints == nil then hints = redis.call('EXISTS', P .. 'hi') == 1 end
+  return hints
+end
+local function hint(url, rank)
+  local key = P .. 'hi'
+  local old = redis.call('HGET', key, url)
+  if old and tonumber(old) <= rank then return end
+  if not old and redis.call('HLEN', key) >= HINTCAP then redis.call('DEL', key) end
+  redis.call('HSET', key, url, rank)
+  hints = true
+end
+local function take_hint(url)
+  if not has_hints() then return nil end
+  local h = redis.call('HGET', P .. 'hi', url)
+  if not h then return nil end
+  redis.call('HDEL', P .. 'hi', url)
+  return tonumber(h)
+end
+
 -- PROMOTE one queued URL to `level` (courtly.store.scheduler.promotion_of, then
--- QueueRows.back_promote): a leased URL is never moved; while some of the host's URLs
--- wait in the front tier nothing moves (the local stores leave a hint for the take-in,
--- which is LEASE's, so Redis keeps none); else the URL, found in the host's back queue
--- at a worse rank (never the leased head), leaves it for the tail of the new rank.
+-- QueueRows.back_promote): a leased URL is never moved (NONE); while some of the host's
+-- URLs wait in the front tier (maybe this one) it gets a hint for the take-in (HINT,
+-- false); else the URL, found in the host's back queue at a worse rank (never the
+-- leased head), leaves it for the tail of the new rank (MOVE).
 -- `entry` is the URL's queue entry as ADD wrote it (its depth the one it was queued
 -- with): it is found by LPOS at each worse rank (no scan in Lua); an entry whose
 -- attempts failed (a released head, first in its host anyway) is not found, nor one
@@ -329,8 +385,11 @@ local function promote_url(host, entry, level)
     return false
   end
   local len = tonumber(redis.call('HGET', P .. 'bl', host) or '0')
+  if tonumber(redis.call('HGET', P .. 'hq', host) or '0') > len then
+    hint(entry_url(entry), rank)
+    return false
+  end
   if len == 0 then return false end
-  if tonumber(redis.call('HGET', P .. 'hq', host) or '0') > len then return false end
   for worse = rank + 1, LEVELS do
     local x = with_rank(entry, worse)
     local at = redis.call('LPOS', key, x)
@@ -365,6 +424,7 @@ local function admit(host, level, entry, h1, h2, hostcap, crawlcap, known)
     if crawlcap >= 0 and fs + bs >= crawlcap then return 3 end
   end
   if not seen_add(h1, h2) and not known then return 1 end
+  if has_hints() then redis.call('HDEL', P .. 'hi', entry_url(entry)) end
   route(host, entry, level, known and level <= 0, queued)
   hq_add(host, 1)
   return 0
@@ -438,10 +498,59 @@ local function least(a, b)
   return math.min(a, b)
 end
 
+-- the best (smallest) non-empty front level, or nil (QueueRows.front_best_level)
+local function front_best_level()
+  if fs <= 0 then return nil end
+  for i = 1, LEVELS do
+    if redis.call('LLEN', P .. 'f' .. (i - 1)) > 0 then return i - 1 end
+  end
+  return nil
+end
+
+-- The shard's offer to the crawl (docs/distributed.md, order across shards): what its
+-- next LEASE would serve first, "<rank> <at> <since>": the best due head's rank and
+-- time (or, with no host due, the next ready host's), and the time the host due longest
+-- became due (the ageing queue's first); a better front level replaces the rank while
+-- fewer than BREADTH hosts are due (the front-tier-first rule for a LEASE of the
+-- client's usual share). '' when the shard has nothing to serve. The store orders the
+-- due shards by their offers (store.offer_key).
+local OFFER = nil
+local function offer()
+  local rank, at
+  local best = redis.call('ZRANGE', P .. 'd', 0, 0, 'WITHSCORES')
+  local due = 0
+  if #best > 0 then
+    rank = due_rank(tonumber(best[2]))
+    at = tonumber(best[2]) - rank * RSPAN
+    due = redis.call('ZCARD', P .. 'd')
+  else
+    local head = redis.call('ZRANGE', P .. 'r', 0, 0, 'WITHSCORES')
+    if #head > 0 then
+      rank = entry_rank(redis.call('LINDEX', P .. 'b:' .. head[1], 0))
+      at = tonumber(head[2])
+    end
+  end
+  if ac < SLOTS and due < BREADTH then
+    local level = front_best_level()
+    if level and (rank == nil or rank_of(level) < rank) then
+      rank = rank_of(level)
+      at = math.min(at or NOW, NOW)
+    end
+  end
+  if rank == nil then return '' end
+  local since = at
+  local oldest = redis.call('ZRANGE', P .. 'da', 0, 0, 'WITHSCORES')
+  if #oldest > 0 then since = math.min(since, tonumber(oldest[2])) end
+  return rank .. ' ' .. fmt(at) .. ' ' .. fmt(since)
+end
+
 -- When the next lease could come (scheduler semantics: nil = only an end of a lease
--- can bring one), and when the shard needs a visit (that, or a lease expiring).
+-- can bring one), and when the shard needs a visit (that, or a lease expiring); the
+-- shard's offer is read with them.
 local function next_times(scan_spent)
+  OFFER = offer()
   local nxt = head_score(P .. 'r')
+  if redis.call('EXISTS', P .. 'd') == 1 then nxt = NOW end  -- hosts due (ripened) now
   local due = nxt
   if ac < SLOTS then
     local wake = head_score(P .. 'w')
@@ -456,11 +565,11 @@ local function next_times(scan_spent)
   return nxt, due
 end
 
--- every script returns {version, now, next, due, ...}; '' for a time that is none. The
--- reply of a call that wrote is kept for KEEP ms (a fenced call wrote nothing: sent
--- again, it is fenced again).
+-- every script returns {version, now, next, due, offer, ...}; '' for a time that is none
+-- (and for the offer of a script that did not read it). The reply of a call that wrote
+-- is kept for KEEP ms (a fenced call wrote nothing: sent again, it is fenced again).
 local function reply(nxt, due, rest)
-  local out = {ver, fmt(NOW), nxt and fmt(nxt) or '', due and fmt(due) or ''}
+  local out = {ver, fmt(NOW), nxt and fmt(nxt) or '', due and fmt(due) or '', OFFER or ''}
   for _, v in ipairs(rest) do out[#out + 1] = v end
   if CALL and rest[1] ~= 'fenced' then
     redis.call('SET', P .. 'rp:' .. CALL, cmsgpack.pack(out), 'PX', KEEP)
