@@ -136,6 +136,18 @@ def run(
     heap = sorted((d, i) for i, d in enumerate(due))
     heapq.heapify(heap)
     last_change_index = [0] * pages
+
+    def corrected(j: int) -> float:
+        """Page ``j``'s rate by the crawl's estimator (:func:`corrected_irregular_rate`)."""
+        return corrected_irregular_rate(
+            changed[j],
+            window_unchanged(unchanged[j], counts[j], len(changed[j])),
+            window_unchanged(float(visits[j] - counts[j]), counts[j], len(changed[j])),
+            default_s=1.0,
+            low=0.0005,
+            high=70,
+        )
+
     while heap:
         at, i = heapq.heappop(heap)
         if at >= days:
@@ -150,28 +162,11 @@ def run(
                 est = [
                     last_modified_rate(visits[j], counts[j], lm_observed[j] + unchanged[j])
                     if visits[j] >= 3
-                    else corrected_irregular_rate(
-                        changed[j],
-                        window_unchanged(unchanged[j], counts[j], len(changed[j])),
-                        window_unchanged(float(visits[j] - counts[j]), counts[j], len(changed[j])),
-                        default_s=1.0,
-                        low=0.0005,
-                        high=70,
-                    )
+                    else corrected(j)
                     for j in range(pages)
                 ]
             elif estimator == "corrected":
-                est = [
-                    corrected_irregular_rate(
-                        changed[j],
-                        window_unchanged(unchanged[j], counts[j], len(changed[j])),
-                        window_unchanged(float(visits[j] - counts[j]), counts[j], len(changed[j])),
-                        default_s=1.0,
-                        low=0.0005,
-                        high=70,
-                    )
-                    for j in range(pages)
-                ]
+                est = [corrected(j) for j in range(pages)]
             else:
                 est = [
                     irregular_rate(
