@@ -217,3 +217,86 @@ def test_wait_until_on_the_system_clock_never_returns_early() -> None:
         return late
 
     assert all(late >= 0 for late in asyncio.run(run()))
+
+
+class _Held(Crawler):
+    """Records each dispatcher wait while a host was due, and the fetches in flight."""
+
+    held_by_waiting: list[tuple[float, int, int]]
+    exchanges = 0
+    most_exchanges = 0
+
+    async def _idle(self, wait_s: float) -> None:
+        if not self._stopping:
+            counts = await self.frontier.counts()
+            # a fetcher held by nothing but a lease waiting for its time (or a fetch
+            # waiting for its address) while a host is due
+            if counts.hosts_ready > 0 and self._in_flight >= self.fetchers:
+                busy = self._in_flight - self._ahead - len(self._for_fetcher)
+                if busy < self.fetchers:
+                    self.held_by_waiting.append((self._clock.now(), busy, self.fetchers))
+        await super()._idle(wait_s)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    hosts=st.integers(2, 8),
+    pages=st.integers(2, 5),
+    fetchers=st.integers(1, 4),
+    delays=st.lists(st.sampled_from([0.02, 0.03, 0.05, 0.07]), min_size=8, max_size=8),
+    elapsed_s=st.sampled_from([0.002, 0.01, 0.03]),
+)
+def test_leases_taken_ahead_hold_no_fetcher_while_they_wait_and_fetches_stay_within_the_count(
+    tmp_path: Path, hosts: int, pages: int, fetchers: int, delays: list[float], elapsed_s: float
+) -> None:
+    clock = FakeClock()
+    ends: dict[str, float] = {}
+    late: list[tuple[str, float]] = []
+
+    async def run() -> tuple[CrawlSnapshot, _Held]:
+        crawler: _Held
+
+        async def handler(url: str) -> FetchResult:
+            started = clock.now()
+            crawler.exchanges += 1
+            crawler.most_exchanges = max(crawler.most_exchanges, crawler.exchanges)
+            try:
+                await clock.sleep(elapsed_s)
+            finally:
+                crawler.exchanges -= 1
+            now = clock.now()
+            host = url.split("/")[2]
+            if host in ends and started < ends[host] - 1e-9:
+                late.append((url, started))
+            ends[host] = now
+            if url.endswith("/robots.txt"):
+                body = f"User-agent: *\nCrawl-delay: {delays[int(host[1:-5])]}\n".encode()
+                return FetchResult(url, 200, (), body, started, now)
+            n = int(url.rsplit("/p", 1)[-1]) if "/p" in url else 0
+            link = f'<a href="/p{n + 1}">next</a>' if n + 1 < pages else ""
+            page = f"<html><body>{link}</body></html>".encode()
+            return FetchResult(url, 200, (("Content-Type", "text/html"),), page, started, now)
+
+        config = CrawlConfig(
+            state_dir=tmp_path / f"h{hosts}-{pages}-{fetchers}-{elapsed_s}-{delays}",
+            user_agent=UA,
+            seeds=tuple(f"http://h{i}.test/" for i in range(hosts)),
+            min_delay_s=0.01,
+            delay_factor=0.0,
+            concurrency=fetchers,  # pinned: an autoscaler would sample the fake clock
+            store="memory",
+            follow_sitemaps=False,
+            progress_interval_s=60.0,
+        )
+        crawler = _Held(config, clock=clock, fetcher=MemoryFetcher(handler, clock))
+        crawler.held_by_waiting = []
+        return await crawler.run(), crawler
+
+    snapshot, crawler = asyncio.run(run())
+    assert snapshot.stop_reason == "done"
+    assert snapshot.pages == hosts * pages
+    assert late == []  # no request overlapped the host's previous one
+    assert crawler.most_exchanges <= fetchers  # never more fetches than allowed ...
+    assert crawler.held_by_waiting == []  # ... and none kept from a due host by a waiting lease
