@@ -35,9 +35,8 @@ __all__ = ["LEASE_AHEAD_S", "Fetches", "ReadyWaits", "idle", "wait_until"]
 LEASE_AHEAD_S = 0.05
 """How far ahead of a host's allowed time the dispatcher may lease it (stores on the
 crawl's clock only). The fetch task then waits for the allowed time itself: the lease
-step, the task's start and the robots.txt lookup are done by then. While it waits it
-holds no fetcher (:meth:`courtly.crawl.Crawler._fetcher_at`: it takes one at its time,
-or waits in line for one)."""
+step, the task's start and the robots.txt lookup are done by then. A leased host's
+fetcher is taken for at most this long before its request (it counts as in flight)."""
 
 
 class Fetches:
