@@ -13,7 +13,6 @@ import contextlib
 import dataclasses
 import json
 import logging
-from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -199,12 +198,6 @@ class Crawler:
             self._clock,
         )
         self._stop_grace_s = config.stop_grace_s if stop_grace_s is None else stop_grace_s
-        self._ahead = 0
-        """Fetch tasks of leases taken ahead, waiting for their host's allowed time: they
-        hold no fetcher meanwhile (see :meth:`_free`)."""
-        self._for_fetcher: deque[asyncio.Future[None]] = deque()
-        """Fetch tasks past their host's allowed time, waiting for a fetcher (first come,
-        first served; before any new lease)."""
         self._stopping = False
         self._stop_reason: str | None = None
         self._stop_detail: str | None = None
@@ -486,7 +479,7 @@ class Crawler:
             self._wake.clear()
             if self.recrawl is not None:  # due URLs back into the frontier, within the share
                 await self.recrawl.feed(self.frontier.config.budget)
-            free = self._free()
+            free = scaler.desired - fetches.in_flight + self._waiting_for_ip()
             if budget is not None and free > 0:
                 if budget.spent():
                     # Every page is made; what is still in flight holds no unit (robots.txt
@@ -551,71 +544,19 @@ class Crawler:
         return sum(1 for lease in leases if lease.host.next_allowed_at <= now)
 
     def _free(self) -> int:
-        """Fetchers free now: allowed, less those held (:meth:`_held`), less the fetch
-        tasks already due and waiting for one."""
-        return self._scaler.desired - self._held() - len(self._for_fetcher)
-
-    def _held(self) -> int:
-        """Fetchers held: fetch tasks in flight, less those that hold none: a lease taken
-        ahead waiting for its host's allowed time, a fetch task due and waiting for a
-        fetcher, a fetch waiting for a slot of its address. Those hold no connection and
-        use no CPU, so they keep no other host waiting."""
-        return (
-            self._fetches.in_flight - self._ahead - len(self._for_fetcher) - self._waiting_for_ip()
-        )
-
-    def _hand_out(self) -> None:
-        """Give the fetchers free now to the fetch tasks due and waiting for one, in turn."""
-        waiting = self._for_fetcher
-        while waiting and self._held() < self._scaler.desired:
-            turn = waiting.popleft()  # it holds a fetcher from here on
-            if not turn.done():
-                turn.set_result(None)
-
-    async def _fetcher_at(self, lease: Lease) -> None:
-        """Wait, holding no fetcher, for the host's allowed time (a lease taken ahead), then
-        for a fetcher if every allowed one is held by then (first come, first served).
-        Returns holding one: no more fetches run than allowed, and a lease taken ahead
-        keeps no due host waiting for a fetcher while it waits for its time."""
-        clock = self._clock
-        allowed_at = lease.host.next_allowed_at
-        if allowed_at <= clock.now():
-            return  # leased due: it has held its fetcher since the lease
-        self._ahead += 1
-        self._news()  # its fetcher is free until its time
-        try:
-            await wait_until(clock, allowed_at)
-        finally:
-            self._ahead -= 1
-        if not self._for_fetcher and self._held() <= self._scaler.desired:
-            self._note_free()
-            return
-        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._for_fetcher.append(turn)
-        self._hand_out()
-        since = clock.now()
-        try:
-            await turn
-        finally:
-            if not turn.done():  # cancelled in line (the stop): leave the line
-                self._for_fetcher.remove(turn)
-        # every fetcher was busy meanwhile: capacity, not a fetcher idle (see ReadyWaits)
-        self.ready_waits.waited_for_fetcher(lease.host_key, clock.now() - since)
-        self._note_free()
+        """Fetchers free now: allowed, less in flight, plus those waiting for an address."""
+        return self._scaler.desired - self._fetches.in_flight + self._waiting_for_ip()
 
     def _note_free(self) -> None:
         """Tell :attr:`ready_waits` how many fetchers are free from now on."""
         self.ready_waits.note(self._clock.now(), self._free())
 
     def _fetch_ended(self, task: asyncio.Task[None]) -> None:
-        self._hand_out()
         self._note_free()
 
     def _news(self) -> None:
-        """More fetchers are free (a new fetcher count, a fetch waiting for its address, a
-        lease taken ahead waiting for its time): hand them to the fetch tasks due and
-        waiting for one, note it and wake the dispatcher."""
-        self._hand_out()
+        """More fetchers are free (a new fetcher count, a fetch waiting for its address):
+        note it and wake the dispatcher."""
         self._note_free()
         self._wake.set()
 
@@ -653,13 +594,12 @@ class Crawler:
         """One lease: robots.txt first (fetched under this lease if unknown), then the page.
 
         A lease taken ahead of its host's allowed time (:data:`LEASE_AHEAD_S`) waits for
-        it here, holding no fetcher meanwhile: no request under it starts before
-        ``lease.host.next_allowed_at`` (:meth:`_fetcher_at`)."""
+        it here: no request under it starts before ``lease.host.next_allowed_at``."""
         authority = authority_of(lease.url)
         robots = self._robots
         decision = await robots.known(authority)
         clock = self._clock
-        await self._fetcher_at(lease)
+        await wait_until(clock, lease.host.next_allowed_at)
         self.ready_waits.begun(lease.host_key, clock.now())
         self.frontier.begin(lease)
         if decision is None:

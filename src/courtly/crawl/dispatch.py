@@ -239,13 +239,6 @@ class ReadyWaits:
         if pending is not None:  # leased ahead of its due time: counted from that time
             self._leased[key] = (0.0, pending[1])
 
-    def waited_for_fetcher(self, host_key: str, seconds: float) -> None:
-        """``host_key``'s leased fetch task, due, waited ``seconds`` for a fetcher while
-        every allowed one was busy: not counted (capacity, as for an unleased host)."""
-        entry = self._leased.get(host_key)
-        if entry is not None and seconds > 0:
-            self._leased[host_key] = (entry[0], entry[1] + seconds)
-
     def begun(self, host_key: str, at: float) -> None:
         """The request of ``host_key``'s lease begins at ``at``."""
         entry = self._leased.pop(host_key, None)
