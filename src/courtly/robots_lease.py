@@ -40,9 +40,11 @@ class PacedFetcher:
 
     Each hop is a request like any other, so the next one waits out the delay the previous
     one earned (k x its fetch time, at least the minimum delay; the minimum delay after a
-    failure). ``ended_at`` is the end of the last request made, a failed one included (when
-    the failure was seen), so the lease's outcome measures the host's gap from the end of
-    the last request, not of the last response.
+    failure). ``started_at`` and ``ended_at`` are the start and end of the last request
+    made, a failed one included (when the failure was seen), so the lease's outcome
+    measures the host's gap from the end of the last request, not of the last response,
+    and its fetch time is that request's own, not the whole chain's with the gaps
+    between its hops.
     """
 
     def __init__(self, inner: Fetcher, clock: Clock, politeness: PolitenessConfig) -> None:
@@ -50,17 +52,20 @@ class PacedFetcher:
         self._clock = clock
         self._politeness = politeness
         self._next_at: float | None = None
+        self.started_at: float | None = None
         self.ended_at: float | None = None
 
     async def fetch(self, url: str) -> FetchResult:
         if self._next_at is not None:
             await self._clock.sleep(self._next_at - self._clock.now())
+        self.started_at = self._clock.now()
         try:
             result = await self._inner.fetch(url)
         except FetchError:
             self.ended_at = self._clock.now()
             self._next_at = self.ended_at + self._politeness.min_delay_s
             raise
+        self.started_at = result.started_at
         self.ended_at = result.ended_at
         gap = politeness_delay_s(result.elapsed_s, None, 0.0, self._politeness)
         self._next_at = result.ended_at + gap
@@ -73,12 +78,17 @@ def robots_outcome(
     user_agent: str,
     now_at: float,
     *,
+    started_at: float | None = None,
     ended_at: float | None = None,
 ) -> Outcome:
     """The politeness outcome of a robots.txt fetch: its last exchange decides.
 
-    ``ended_at`` is the end of the last request made (a failed hop after the last response
-    included; :attr:`PacedFetcher.ended_at`), by default the last response's end. A body
+    ``started_at`` and ``ended_at`` are the start and end of the last request made (a
+    failed hop after the last response included; :attr:`PacedFetcher.started_at` and
+    ``ended_at``), by default the last response's: the outcome's fetch time is that one
+    request's, as for a page (a redirect chain's earlier hops and the politeness gaps
+    between them are no part of it: counted in, they made the gap after a three-hop
+    chain about 4 s where the rule asks for 1). A body
     cut short (``unreachable`` below 500, not 429) counts as a server error. With no
     response at all: ``BLOCKED`` when no request to the host may ever be made, else a
     network error.
@@ -87,8 +97,9 @@ def robots_outcome(
         kind = OutcomeKind.BLOCKED if fetched.error_kind == "blocked" else OutcomeKind.NETWORK_ERROR
         return Outcome(kind, now_at, now_at)
     last = fetched.results[-1]
-    started = fetched.results[0].started_at
     ended = ended_at if ended_at is not None else last.ended_at
+    started = started_at if started_at is not None else last.started_at
+    started = min(started, ended)
     retry = fetched.retry_after_s(ended)
     crawl_delay = decision.crawl_delay_s(user_agent)
     if fetched.kind == "unreachable" and last.status < 500 and last.status != 429:

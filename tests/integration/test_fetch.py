@@ -116,6 +116,40 @@ async def test_plain_fetch_sends_our_headers_and_records_the_exchange() -> None:
     assert dict(result.request_headers)["Host"] == f"one.test:{server.port}"
 
 
+class _TickingClock(SystemClock):
+    """Each ``now()`` a second after the one before: which reading a stamp came from shows."""
+
+    def __init__(self) -> None:
+        self.readings: list[float] = []
+
+    def now(self) -> float:
+        self.readings.append(1_000.0 + len(self.readings))
+        return self.readings[-1]
+
+
+@pytest.mark.parametrize("body", [PAGE, PAGE * 40], ids=["one-read", "many-reads"])
+async def test_ended_at_is_when_the_last_bytes_arrived_not_when_they_were_read(
+    body: bytes,
+) -> None:
+    clock = _TickingClock()
+    overrides = {"one.test": ["127.0.0.1"]}
+    config = FetchConfig(allow_private_networks=True, total_timeout_s=5.0)
+    async with (
+        serve(page(body)) as server,
+        HttpFetcher(config, clock, dns_overrides=overrides) as f,
+    ):
+        result = await f.fetch(f"http://one.test:{server.port}/")
+        assert result.body == body and not result.truncated
+        # stamped by the connection as the bytes came in (a reading after the request's
+        # start), not by the fetch task's own reading once it had read the body (the last)
+        assert result.ended_at in clock.readings
+        assert result.started_at < result.ended_at < clock.readings[-1]
+        before = len(clock.readings)
+        again = await f.fetch(f"http://one.test:{server.port}/again")  # a reused connection
+        assert again.started_at == clock.readings[before]
+        assert again.started_at < again.ended_at < clock.readings[-1]
+
+
 async def test_custom_user_agent_is_sent_on_every_request() -> None:
     agent = "courtly-test/1.0 (+mailto:crawl@example.org)"
     async with serve(page(), host="127.0.0.2") as server, fetcher(user_agent=agent) as f:

@@ -71,7 +71,9 @@ class RobotsGate:
         decision = await self._stored.keep(self._store, authority, outcome, now)
         answer = "blocked" if outcome.error_kind == "blocked" else decision.kind
         self._events.publish(RobotsResult(now, lease.host_key, answer, True))
-        result_outcome = robots_outcome(outcome, decision, self._ua, now, ended_at=paced.ended_at)
+        result_outcome = robots_outcome(
+            outcome, decision, self._ua, now, started_at=paced.started_at, ended_at=paced.ended_at
+        )
         if not outcome.results:  # no request to this host was answered
             reason = "robots_blocked" if outcome.error_kind == "blocked" else "robots_unreachable"
             self._events.publish(AttemptFailed(now, lease.host_key, reason))

@@ -12,16 +12,23 @@ One request goes through these steps:
    with the pinned IP.
 5. Read the body up to ``max_body_bytes``, decoding gzip/deflate/br on the fly up to
    ``max_decoded_bytes``; past either cap reading stops and the connection is closed.
+
+A whole response's ``ended_at`` is when its last bytes reached the connection (the
+protocol's ``data_received``, as the loop delivered them), not when the fetch task got
+round to reading them: on a busy loop that is a turn or more later, and the politeness
+gap counts from ``ended_at``. Both are after the server sent its last byte.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable, Mapping
 from types import TracebackType
 
 import aiohttp
 from aiohttp import ClientTimeout, DummyCookieJar, TCPConnector
+from aiohttp.client_proto import ResponseHandler
 from multidict import CIMultiDictProxy
 from yarl import URL
 
@@ -51,6 +58,41 @@ class _Pin:
     def __init__(self, ip: str) -> None:
         self.ip = ip
         self.users = 0
+
+
+class _StampedHandler(ResponseHandler):
+    """aiohttp's connection protocol, noting on the fetcher's clock when bytes last arrived
+    (``received_at``): as the loop hands them to the connection, before any task reads
+    them. A response read to its end was whole by then, and the server had sent it."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, now: Callable[[], float]) -> None:
+        super().__init__(loop)
+        self._now = now
+        self.received_at = float("-inf")
+
+    def data_received(self, data: bytes) -> None:
+        self.received_at = self._now()
+        super().data_received(data)
+
+
+def _stamp_arrivals(connector: TCPConnector, now: Callable[[], float]) -> None:
+    """Make ``connector``'s new connections :class:`_StampedHandler`. aiohttp has no
+    public switch for the protocol class: its connector builds each one from
+    ``_factory`` (a ``functools.partial`` of ``ResponseHandler`` bound to the loop).
+    Left as it is if that ever changes: ``ended_at`` is then the read's own time."""
+    factory = getattr(connector, "_factory", None)
+    if isinstance(factory, functools.partial) and factory.func is ResponseHandler:
+        loop = factory.keywords.get("loop")
+        if isinstance(loop, asyncio.AbstractEventLoop):
+            stamped = functools.partial(_StampedHandler, loop=loop, now=now)
+            connector._factory = stamped  # type: ignore[assignment]
+
+
+def _received_at(response: aiohttp.ClientResponse) -> float | None:
+    """When the last bytes of ``response`` reached its connection (see
+    :class:`_StampedHandler`), or ``None`` if its connection does not say."""
+    protocol = getattr(response, "_protocol", None)  # kept by aiohttp after release
+    return protocol.received_at if isinstance(protocol, _StampedHandler) else None
 
 
 class _IpSlot:
@@ -165,6 +207,7 @@ class HttpFetcher:
                 keepalive_timeout=keepalive if keepalive > 0 else None,
                 force_close=keepalive <= 0,
             )
+            _stamp_arrivals(connector, self._clock.now)
             session = self._session = aiohttp.ClientSession(
                 connector=connector,
                 headers={"User-Agent": config.user_agent, "Accept-Encoding": ACCEPT_ENCODING},
@@ -330,6 +373,11 @@ class HttpFetcher:
                 response.close()  # drop the connection: the rest of the body is unread
                 await _connection_closed()
             ended_at = clock.now()
+            if not truncated:
+                # read to its end: when its last bytes arrived (see _StampedHandler)
+                arrived = _received_at(response)
+                if arrived is not None and started_at <= arrived < ended_at:
+                    ended_at = arrived
             http_version = self._http_version(response.version)
             if decoder is None:
                 body = raw

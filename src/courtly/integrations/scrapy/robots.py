@@ -115,4 +115,11 @@ class RobotsBook:
         fetched = await fetch_robots(paced, robots_url_for(authority))
         now = self._clock.now()
         decision = await self._stored.keep(store, authority, fetched, now)
-        return robots_outcome(fetched, decision, self._user_agent, now, ended_at=paced.ended_at)
+        return robots_outcome(
+            fetched,
+            decision,
+            self._user_agent,
+            now,
+            started_at=paced.started_at,
+            ended_at=paced.ended_at,
+        )
