@@ -48,7 +48,7 @@ class FetchError(CourtlyError):
     """A fetch failed before an HTTP response arrived.
 
     ``kind`` is a short stable label used in counters: ``"dns"``, ``"connect"``,
-    ``"timeout"``, ``"blocked"``, ``"protocol"``, ``"too_long_url"``.
+    ``"timeout"``, ``"blocked"``, ``"protocol"``, ``"too_long_url"``, ``"lease_expired"``.
     """
 
     def __init__(self, kind: str, message: str) -> None:

@@ -17,6 +17,7 @@ from aiohttp import web
 from courtly.clock import SystemClock
 from courtly.errors import BlockedAddress, FetchError
 from courtly.fetch import FetchConfig, HttpFetcher, is_blocked_address
+from courtly.fetch.deadline import REQUEST_NOT_AFTER
 
 pytestmark = pytest.mark.integration
 
@@ -627,3 +628,32 @@ async def test_a_timed_out_exchange_closes_its_connection_before_giving_its_ip_s
                 await f.fetch(f"http://h1.test:{port}/robots.txt")
     assert caught.value.kind == "timeout"
     assert gate.closed_at_release == [True]
+
+
+async def test_a_request_whose_lease_ran_out_while_it_waited_for_its_address_is_not_sent() -> None:
+    """A fetch task's deadline (courtly.fetch.deadline) is checked once the address's slot
+    is held, right before sending: a fetch that waited past it behind another host on the
+    same address raises ``lease_expired`` and makes no request; one without a deadline, or
+    within it, is sent."""
+
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(0.3)
+        return web.Response(body=b"ok")
+
+    async def under_lease(f: HttpFetcher, url: str, not_after: float | None) -> object:
+        REQUEST_NOT_AFTER.set(not_after)  # this task's own value, as a crawl's fetch task
+        try:
+            return (await f.fetch(url)).status
+        except FetchError as error:
+            return error.kind
+
+    async with serve(slow, host="127.0.0.2") as server, fetcher(per_ip_concurrency=1) as f:
+        now = SystemClock().now()
+        async with asyncio.TaskGroup() as group:
+            first = group.create_task(under_lease(f, f"http://h0.test:{server.port}/a", None))
+            await asyncio.sleep(0.05)  # h0 holds 127.0.0.2's one slot for 0.3 s
+            late = group.create_task(under_lease(f, f"http://h1.test:{server.port}/b", now + 0.1))
+            fine = group.create_task(under_lease(f, f"http://h2.test:{server.port}/c", now + 60))
+        assert REQUEST_NOT_AFTER.get() is None  # the tasks' values did not leak out
+        assert (first.result(), late.result(), fine.result()) == (200, "lease_expired", 200)
+    assert sorted(r.path for r in server.requests) == ["/a", "/c"]

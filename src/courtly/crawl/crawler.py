@@ -37,6 +37,7 @@ from courtly.crawl.wiring import (
 from courtly.errors import InvalidURL, StateError
 from courtly.events import EventBus, HostStateChanged, RobotsResult, Tick, UrlsSkipped
 from courtly.fetch.config import FetchConfig
+from courtly.fetch.deadline import LEASE_MARGIN_S, REQUEST_NOT_AFTER
 from courtly.fetch.http_fetcher import HttpFetcher
 from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.fetch.records import Fetcher
@@ -595,6 +596,8 @@ class Crawler:
 
         A lease taken ahead of its host's allowed time (:data:`LEASE_AHEAD_S`) waits for
         it here: no request under it starts before ``lease.host.next_allowed_at``."""
+        # its own task (dispatch.py): no request under it once the lease runs out
+        REQUEST_NOT_AFTER.set(lease.expires_at - LEASE_MARGIN_S)
         authority = authority_of(lease.url)
         robots = self._robots
         decision = await robots.known(authority)

@@ -203,7 +203,14 @@ class PagePipeline:
                 await maybe
 
     async def _failed(self, lease: Lease, error: FetchError, crawl_delay: float | None) -> None:
-        """No response: retried while attempts are left, else catalogued as failed."""
+        """No response: retried while attempts are left, else catalogued as failed. A
+        request not sent because its lease ran out (``lease_expired``) is no attempt: the
+        lease is given back as it is (fenced if it was reclaimed meanwhile)."""
+        if error.kind == "lease_expired":
+            log.info("%s not fetched: %s", lease.url, error)
+            self._events.publish(AttemptFailed(self._clock.now(), lease.host_key, error.kind))
+            await self._frontier.release(lease)
+            return
         if self._recrawl is not None:
             await self._recrawl.visited(lease, None, None)
         now = self._clock.now()

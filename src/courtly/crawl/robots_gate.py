@@ -17,7 +17,7 @@ from courtly.clock import Clock
 from courtly.events import AttemptFailed, EventBus, RobotsResult
 from courtly.fetch.records import Fetcher, FetchResult
 from courtly.frontier.frontier import Frontier
-from courtly.frontier.records import Lease, OutcomeKind
+from courtly.frontier.records import Lease, Outcome, OutcomeKind
 from courtly.robots import Authority, RobotsCache, RobotsDecision, fetch_robots, robots_url_for
 from courtly.robots_lease import PacedFetcher, StoredRobots, robots_outcome
 from courtly.store.base import FrontierStore
@@ -67,6 +67,17 @@ class RobotsGate:
         outcome = await fetch_robots(paced, robots_url_for(lease.url))
         for result in outcome.results:
             self._archive(result)
+        if outcome.error_kind == "lease_expired":
+            # the lease ran out before a request could start (courtly.fetch.deadline): no
+            # verdict on robots.txt; the lease goes back as the hops made left the host
+            last = outcome.results[-1] if outcome.results else None
+            made = (
+                None
+                if last is None
+                else Outcome.from_status(last.status, last.started_at, last.ended_at)
+            )
+            await self._frontier.release(lease, made)
+            return None
         now = self._clock.now()
         decision = await self._stored.keep(self._store, authority, outcome, now)
         answer = "blocked" if outcome.error_kind == "blocked" else decision.kind

@@ -35,6 +35,7 @@ from yarl import URL
 from courtly.clock import Clock, SystemClock
 from courtly.errors import BlockedAddress, FetchError
 from courtly.fetch.config import FetchConfig
+from courtly.fetch.deadline import check_not_after
 from courtly.fetch.decoding import BodyDecoder, parse_content_encoding
 from courtly.fetch.dns import DnsCache, ResolverFn, getaddrinfo_addresses
 from courtly.fetch.guard import is_blocked_address
@@ -125,8 +126,9 @@ class HttpFetcher:
     response, whatever its status, and raises :class:`~courtly.errors.FetchError`
     when there is none: ``too_long_url``, ``protocol`` (bad URL or scheme, malformed
     or dropped response head), ``dns``, ``blocked`` (:class:`BlockedAddress`),
-    ``connect`` (refused, unreachable, TLS failure) or ``timeout`` (connect or total,
-    before the response head). A body cut short by a cap, a timeout or a dropped
+    ``connect`` (refused, unreachable, TLS failure), ``timeout`` (connect or total,
+    before the response head) or ``lease_expired`` (the task's deadline passed before the
+    request could start: :mod:`courtly.fetch.deadline`; nothing was sent). A body cut short by a cap, a timeout or a dropped
     connection comes back with ``truncated=True`` (and ``interrupted=True`` for a
     dropped connection).
     """
@@ -326,8 +328,10 @@ class HttpFetcher:
                 await semaphore.acquire()
             try:
                 if self._ip_gate is None:
+                    check_not_after(self._clock)
                     return await self._exchange(session, url, target, ip, total_timeout_s, headers)
                 async with self._ip_gate.hold(ip):
+                    check_not_after(self._clock)
                     return await self._exchange(session, url, target, ip, total_timeout_s, headers)
             finally:
                 semaphore.release()
