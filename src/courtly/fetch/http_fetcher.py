@@ -128,9 +128,9 @@ class HttpFetcher:
     or dropped response head), ``dns``, ``blocked`` (:class:`BlockedAddress`),
     ``connect`` (refused, unreachable, TLS failure), ``timeout`` (connect or total,
     before the response head) or ``lease_expired`` (the task's deadline passed before the
-    request could start: :mod:`courtly.fetch.deadline`; nothing was sent). A body cut short by a cap, a timeout or a dropped
-    connection comes back with ``truncated=True`` (and ``interrupted=True`` for a
-    dropped connection).
+    request could start: :mod:`courtly.fetch.deadline`; nothing was sent). A body cut
+    short by a cap, a timeout or a dropped connection comes back with ``truncated=True``
+    (and ``interrupted=True`` for a dropped connection).
     """
 
     def __init__(
