@@ -436,6 +436,12 @@ def test_two_processes_share_one_redis_frontier_politely(
         # Both queue their seeds once both are up: the one that started first would
         # otherwise crawl the small web alone while the other still imports Scrapy.
         together = [*shared, "--barrier", str(tmp_path / "barrier"), str(len(dirs))]
+        # A process leases up to twice CONCURRENT_REQUESTS hosts (16 with the spider's 8:
+        # all 8 of this web, while the one address lets 2 requests run): the first to lease could
+        # hold every host for the whole small crawl and the other fetch nothing. With 2,
+        # each holds at most 4, the address's cap still binds the pair, and sharing is what
+        # the audit below sees.
+        together += ["--set", "CONCURRENT_REQUESTS=2"]
         procs = [start_scrapy(web, workdir, together, oldest=oldest) for workdir in dirs]
         deadline = time.monotonic() + RUN_TIMEOUT_S + 30
         for proc in procs:
