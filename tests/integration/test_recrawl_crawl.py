@@ -20,8 +20,8 @@ from warcio.archiveiterator import ArchiveIterator
 
 from courtly.clock import FakeClock
 from courtly.config import CrawlConfig
-from courtly.crawl import Crawler, Page
-from courtly.fetch.memory import MemoryFetcher, Reply
+from courtly.crawl import Crawler, CrawlSnapshot, Page
+from courtly.fetch.memory import ConditionalHandler, MemoryFetcher, Reply
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.revisit import RevisitState
 from courtly.sandbox.changing import ChangingPage, ChangingSite, SiteRequest
@@ -75,22 +75,29 @@ def states_of(crawler: Crawler) -> dict[str, RevisitState]:
     return asyncio.run(read())
 
 
-def run_recrawl(
-    state: Path, *, recrawl: bool = True, store: str = "memory", clock: FakeClock | None = None
-) -> tuple[ChangingSite, Crawler, float]:
-    clock = clock or FakeClock()
-    site = ChangingSite(PAGES, clock, start_at=1_700_000_000.0)
-    config = recrawl_config(state, store=store, recrawl=recrawl)
-    end_at = clock.now() + RUN_S
+def crawl_until(
+    config: CrawlConfig, clock: FakeClock, conditional: ConditionalHandler, end_at: float
+) -> tuple[Crawler, CrawlSnapshot]:
+    """Crawl with ``config`` on ``clock``, every page answered by ``conditional``, and stop
+    at the first page that ends at or after ``end_at`` (a recrawl never ends by itself)."""
     crawler: Crawler
 
     def on_page(page: Page) -> None:
         if clock.now() >= end_at:
             crawler.request_stop("max_time")
 
-    fetcher = MemoryFetcher(lambda url: 404, clock, conditional=site)
+    fetcher = MemoryFetcher(lambda url: 404, clock, conditional=conditional)
     crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
-    snapshot = asyncio.run(crawler.run())
+    return crawler, asyncio.run(crawler.run())
+
+
+def run_recrawl(
+    state: Path, *, recrawl: bool = True, store: str = "memory", clock: FakeClock | None = None
+) -> tuple[ChangingSite, Crawler, float]:
+    clock = clock or FakeClock()
+    site = ChangingSite(PAGES, clock, start_at=1_700_000_000.0)
+    config = recrawl_config(state, store=store, recrawl=recrawl)
+    crawler, snapshot = crawl_until(config, clock, site, clock.now() + RUN_S)
     # a recrawl does not end by itself; a plain crawl does
     assert snapshot.stop_reason == ("max_time" if recrawl else "done")
     return site, crawler, site.start_at
@@ -237,16 +244,7 @@ def test_news_pages_get_their_own_lane_below_the_ordinary_floor(tmp_path: Path) 
         news=(r"/hub$",),
         news_min_interval_s=period / 2,
     )
-    end_at = clock.now() + 3_000.0
-    crawler: Crawler
-
-    def on_page(page: Page) -> None:
-        if clock.now() >= end_at:
-            crawler.request_stop("max_time")
-
-    fetcher = MemoryFetcher(lambda url: 404, clock, conditional=site)
-    crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
-    asyncio.run(crawler.run())
+    crawler, _ = crawl_until(config, clock, site, clock.now() + 3_000.0)
     states = states_of(crawler)
     assert states[ORIGIN + "/hub"].lane == 0 and states[ORIGIN + "/busy"].lane == 0
     assert states[ORIGIN + "/calm"].lane == 1
@@ -467,16 +465,7 @@ def test_a_revisit_retried_after_a_503_is_fetched_once_after_its_back_off(
 
     # revisits unbounded: the row is queued again as soon as it is due
     config = recrawl_config(tmp_path / "state", store=store, recrawl_share=1.0)
-    end_at = clock.now() + 400.0
-    crawler: Crawler
-
-    def on_page(page: Page) -> None:
-        if clock.now() >= end_at:
-            crawler.request_stop("max_time")
-
-    fetcher = MemoryFetcher(lambda url: 404, clock, conditional=flaky)
-    crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
-    asyncio.run(crawler.run())
+    crawl_until(config, clock, flaky, clock.now() + 400.0)
     still = [(at, status) for at, url, status in answers if url.endswith("/plain")]
     failed = next(at for at, status in still if status == 503)
     after = [at for at, status in still if at > failed]
