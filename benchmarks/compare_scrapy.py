@@ -575,6 +575,7 @@ def measure(
     truth: CachedTruth,
     profile: bool = False,
     overrides: dict[str, Any] | None = None,
+    courtly_src: Path | None = None,
 ) -> dict[str, Any]:
     """Serve a fresh sandbox, run ``crawler`` against it, audit the log; the figures.
 
@@ -609,7 +610,12 @@ def measure(
                 extra["profile_file"] = str(flame)
         else:
             cmd = scrapy_command(scenario, web, seconds, run_dir / "scrapy-stats.json")
-        cost = run_measured(cmd, run_dir / f"{crawler}.log")
+        env = None
+        if crawler.startswith("courtly") and courtly_src is not None:
+            # another version of courtly for the crawler only (the sandbox stays this one)
+            env = os.environ | {"PYTHONPATH": str(courtly_src)}
+            extra["courtly_src"] = str(courtly_src)
+        cost = run_measured(cmd, run_dir / f"{crawler}.log", env)
     finally:
         web.stop()
     if crawler == "bare":
@@ -791,6 +797,7 @@ def run_scenario(
     crawlers: tuple[str, ...],
     profile: bool,
     overrides: dict[str, Any] | None = None,
+    courtly_src: Path | None = None,
 ) -> dict[str, Any]:
     """Every crawler, one after the other, each against its own fresh copy of the web.
 
@@ -829,6 +836,7 @@ def run_scenario(
             truth,
             profile and crawler == "courtly",
             overrides,
+            courtly_src,
         )
         figures = out[crawler]
         print(
@@ -1014,6 +1022,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="extra courtly config (TOML value), e.g. warc_gzip_level=1; repeatable",
     )
+    parser.add_argument(
+        "--courtly-src",
+        type=Path,
+        help="run the courtly crawler from this source tree (a before/after on one machine)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--serve-spec", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
@@ -1045,7 +1058,13 @@ def main(argv: list[str] | None = None) -> int:
     for name in names:
         seconds = args.seconds or chosen[name].seconds
         result = run_scenario(
-            chosen[name], seconds, args.workdir, crawlers, args.profile, overrides
+            chosen[name],
+            seconds,
+            args.workdir,
+            crawlers,
+            args.profile,
+            overrides,
+            args.courtly_src,
         )
         courtly = result.get("courtly", {})
         if args.profile and "profile_file" in courtly:
