@@ -37,6 +37,28 @@ def test_a_lift_is_judged_at_the_depth_the_url_was_queued_with() -> None:
     assert lifts[0].level < target.level
 
 
+def test_a_url_fetched_here_is_never_lifted_again() -> None:
+    """Its queue entry is gone once it is fetched: a lift would only cost a store lookup."""
+
+    def lifts_of(fetch_target: bool) -> list[QueuedUrl]:
+        links = _admission()
+        front = links.read("http://a.test/", 0, _page("http://a.test/", ["/t", "/p0", "/p1"]))
+        links.note(front.queued, [AddStatus.QUEUED] * len(front.queued))
+        if fetch_target:
+            links.read("http://a.test/t", 1, _page("http://a.test/t", []))
+        found: list[QueuedUrl] = []
+        for i in range(2):  # the target's 2nd and 3rd in-links, and p_i's own
+            page = f"http://a.test/p{i}"
+            facts = links.read(page, 1, _page(page, ["/t", "/"]))
+            found += [e for e in facts.queued if e.url in ("http://a.test/t", "http://a.test/")]
+        return found
+
+    # queued, not fetched: the target's 2nd in-link lifts it (the control)
+    assert [e.url for e in lifts_of(fetch_target=False)] == ["http://a.test/t"]
+    # fetched here (as the front page was, whose in-links also cross the step): no entry
+    assert lifts_of(fetch_target=True) == []
+
+
 def _admission(owns: str | None = None) -> LinkAdmission:
     links = LinkAdmission(
         params=DEFAULT_PARAMS,

@@ -22,7 +22,10 @@ again meanwhile). A known URL whose in-link just lifted its level does get an en
 ``lift`` set: the store answers "seen" and moves it up if it is still queued
 (:meth:`courtly.store.base.FrontierStore.promote`). The level is computed at the depth
 the URL was first queued with (the known set keeps it), not the depth of the new link:
-a URL found again one link deeper would otherwise seem no better than it was.
+a URL found again one link deeper would otherwise seem no better than it was. A URL
+this process has fetched (its response read here) is known as fetched: its in-links still
+count, but it gets no entry, since there is nothing left in its queue to move up (a
+promotion would be a store lookup that finds nothing).
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ __all__ = ["MAX_SITEMAPS", "LinkAdmission", "PageFacts"]
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_SITEMAPS = 1_000
 """Most sitemap URLs one crawl process follows (robots.txt ``Sitemap:`` lines, indexes)."""
+_FETCHED = -1
+"""The known set's depth of a URL fetched here (depths are >= 0): never lifted again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,7 +111,7 @@ class LinkAdmission:
         self._host_key = host_key
         self._levels = levels
         self._token = robots_token
-        self._known: dict[str, int] = {}  # URL -> depth it was first queued with
+        self._known: dict[str, int] = {}  # URL -> depth it was first queued with, or _FETCHED
         self._max_known = max_known
 
     # -- the seen-set, as far as this process knows it ---------------------------------
@@ -139,6 +144,10 @@ class LinkAdmission:
         (an exact duplicate of a page already read) keeps the title, canonical and noindex
         but takes none of its links: the original's were taken (reason ``page_duplicate``)."""
         joiner = UrlJoiner(page_url, canonical=True, cache=self._join_cache, params=self._params)
+        known = self._known
+        if len(known) >= self._max_known:
+            known.clear()
+        known[page_url] = _FETCHED  # its queue entry is gone: no promotion can move it
         urls: list[str] = []
         reasons: list[str] = []
         redirect_to: str | None = None
@@ -301,7 +310,8 @@ class LinkAdmission:
             if away:
                 assert key is not None
                 url = pair[0]
-                forwarded.append(QueuedUrl(url, key, base, known.get(url, depth)))
+                first = known.get(url, depth)  # (another partition's URL: never fetched here)
+                forwarded.append(QueuedUrl(url, key, base, depth if first < 0 else first))
                 cash.append(share)
             else:
                 mine.append(pair)
@@ -354,7 +364,10 @@ class LinkAdmission:
         answers it "seen" and promotes it if it is still queued), else ``None``.
 
         Only an in-link count at a multiple of the in-link step can change the level, so
-        most known links cost one dictionary lookup here."""
+        most known links cost one dictionary lookup here; a URL fetched here (``depth``
+        :data:`_FETCHED`) is never lifted."""
+        if depth < 0:
+            return None
         inlinks, cash_ratio, quality = self.importance.peek(url, host)
         if inlinks < 1 or inlinks % INLINKS_STEP:
             return None
