@@ -336,10 +336,14 @@ def test_an_exact_duplicates_links_are_not_taken_again(tmp_path: Path) -> None:
 def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> None:
     """A state file of version 5 with its revisit book in a blob, resumed with --recrawl:
     the migration adds the rows' table, the crawl moves the book into it and empties the
-    blob, and the history carries on (visits counted on, validators sent)."""
+    blob, and the history carries on (visits counted on, validators sent, and the
+    unconditional visits find the page's text unchanged)."""
     import json
     import sqlite3
 
+    from courtly.archive.revisit import payload_digest
+    from courtly.parse.fingerprint import simhash64
+    from courtly.parse.main_text import main_text_and_title, text_digest
     from courtly.state_dir import STATE_FILE
     from courtly.store.sqlite import SqliteStore
 
@@ -347,6 +351,10 @@ def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> Non
     state = tmp_path / "state"
     run_recrawl(state, recrawl=False, store="sqlite", clock=clock)
     still = ORIGIN + "/still"
+    # the digests the older crawl stored of /still, which has never changed
+    first = FakeClock()
+    body = ChangingSite(PAGES, first, start_at=first.now()).answer("/still", {})[2]
+    main_text = main_text_and_title(body)[0]
     book = {
         "format": 1,
         "mu": {"0": 1.0, "1": 1.0},
@@ -363,10 +371,10 @@ def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> Non
                 "lm_observed_s": 0.0,
                 "validators": {"etag": '"/still-0"', "last_modified": None},
                 "status": 200,
-                "body_digest": "sha1:X",
-                "text_digest": 5,
-                "simhash": 7,
-                "content_bytes": 10,
+                "body_digest": payload_digest(body),
+                "text_digest": text_digest(main_text),
+                "simhash": simhash64(main_text),
+                "content_bytes": len(body),
                 "last_fetch_at": clock.now() - 10,
                 "last_change_at": None,
                 "change_rate_per_s": 0.0,

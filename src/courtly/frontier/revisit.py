@@ -33,11 +33,21 @@ from courtly.frontier.recrawl import (
     window_unchanged,
 )
 
-__all__ = ["RING", "Archive", "RevisitState", "Visit", "estimate_rate", "observe", "schedule"]
+__all__ = [
+    "HISTORY",
+    "RING",
+    "Archive",
+    "RevisitState",
+    "Visit",
+    "estimate_rate",
+    "observe",
+    "schedule",
+]
 
 RING = 32
 """How many changed-interval lengths a state keeps (the estimator's recent window)."""
-_MIN_VISITS_FOR_HISTORY = 3
+HISTORY = 3
+"""Comparisons a state needs before its change rate is estimated and scheduled on."""
 
 
 class Archive(Enum):
@@ -205,7 +215,7 @@ def estimate_rate(state: RevisitState, lane: LaneSchedule) -> float:
     its pseudo-data half an unchanged and half a changed interval of the page's mean
     interval, bisected between a thousandth of a change per longest interval and ten
     per shortest."""
-    if state.validators.lm_trusted and state.comparisons >= _MIN_VISITS_FOR_HISTORY:
+    if state.validators.lm_trusted and state.comparisons >= HISTORY:
         observed = state.lm_observed_s + state.unchanged_s
         if state.lm_changes == state.changes and observed > 0:
             return last_modified_rate(state.comparisons, state.changes, observed)
@@ -231,11 +241,11 @@ def schedule(
 ) -> RevisitState:
     """``state`` with its estimated rate, interval and next due time set.
 
-    Until :data:`_MIN_VISITS_FOR_HISTORY` comparisons the lane's first interval is used
+    Until :data:`HISTORY` comparisons the lane's first interval is used
     (10% of Date − Last-Modified when known, else the lane's default).
     """
     last = state.last_fetch_at if state.last_fetch_at is not None else now
-    if state.comparisons < _MIN_VISITS_FOR_HISTORY:
+    if state.comparisons < HISTORY:
         lm_s = http_date_s(state.validators.last_modified) if state.validators.lm_trusted else None
         interval = first_interval(lane, date_s=date_s, last_modified_s=lm_s)
         rate = 0.0
