@@ -208,8 +208,10 @@ def observe(
 
 
 def estimate_rate(state: RevisitState, lane: LaneSchedule) -> float:
-    """λ̂ for ``state``: the Last-Modified estimator while that header is trusted and there
-    are 3 comparisons, else the bias-corrected irregular-interval MLE
+    """λ̂ for ``state``: the Last-Modified estimator while that header is trusted, there
+    are 3 comparisons and a change has been seen with its Last-Modified (before the first
+    change it is 0, which would send the page, doubling, to the longest interval), else
+    the bias-corrected irregular-interval MLE
     (:func:`~courtly.frontier.recrawl.corrected_irregular_rate`) over the recent window
     (the ring's changed intervals and their share of the unchanged time and visits),
     its pseudo-data half an unchanged and half a changed interval of the page's mean
@@ -217,7 +219,7 @@ def estimate_rate(state: RevisitState, lane: LaneSchedule) -> float:
     per shortest."""
     if state.validators.lm_trusted and state.comparisons >= HISTORY:
         observed = state.lm_observed_s + state.unchanged_s
-        if state.lm_changes == state.changes and observed > 0:
+        if 0 < state.lm_changes == state.changes and observed > 0:
             return last_modified_rate(state.comparisons, state.changes, observed)
     kept = len(state.changed_ring)
     return corrected_irregular_rate(
