@@ -156,3 +156,17 @@ def test_a_trusted_last_modified_keeps_the_binary_estimate_until_a_change_is_see
     n = changed.comparisons
     expected = -1 / (n * math.log(1 - 1 / n)) / observed
     assert estimate_rate(changed, LANE) == pytest.approx(expected, rel=1e-12)
+
+
+def test_intervals_run_from_the_copy_compared_with_not_a_failed_attempt() -> None:
+    s = visit(RevisitState("http://a/"), T0, 200, "A", 1, ETag='"1"').state
+    for status in (None, 429, 503):  # a transient failure 60 s later
+        failed = visit(s, T0 + 60, status, "", 0).state
+        assert failed.last_fetch_at == T0 + 60 and failed.judged_at == T0
+        changed = visit(failed, T0 + 100, 200, "B", 2).state
+        assert changed.changed_ring == (100.0,) and changed.judged_at == T0 + 100
+        unchanged = visit(failed, T0 + 100, 304, "", 0, ETag='"1"').state
+        assert unchanged.unchanged_s == 100.0 and unchanged.judged_at == T0 + 100
+        # the next due time counts the interval from the copy too (not before now + floor)
+        due = schedule(failed, now=T0 + 60, mu=1e5, lane=LANE).next_due_at
+        assert due is not None and due == max(T0 + 60 + LANE.min_s, T0 + LANE.default_s)
