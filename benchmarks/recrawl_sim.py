@@ -15,8 +15,12 @@ Every policy of one seed runs on the same pages and the same change times:
   the previous); the first week every page is visited daily;
 * ``harmonic-true``: the same schedule with the true λ (what a perfect estimator gives);
 * ``harmonic-lm`` (``--last-modified``): the same schedule on a web whose servers send an
-  honest Last-Modified (the time of the page's last change): the crawl's Last-Modified
-  estimator from 3 comparisons (0 while none saw a change), the binary one before;
+  honest Last-Modified (the time of the page's last change): as
+  :func:`~courtly.frontier.revisit.estimate_rate`, the crawl's Last-Modified estimator
+  from 3 comparisons once a change has been seen, the binary one before (and while no
+  change has been seen: the Last-Modified estimator is 0 then); ``--lm-zero``
+  (``harmonic-lm (zero)``) runs the rule before, the Last-Modified estimator from 3
+  comparisons whether or not a change was seen;
 * ``harmonic (fixed pseudo)`` (``--before``): the estimator before, whole half-day
   pseudo-intervals (:func:`~courtly.frontier.recrawl.irregular_rate`'s defaults);
 * ``nutch``: the interval ×1.4 when unchanged, ×0.8 when changed, in [1 h, 30 d] (no budget).
@@ -26,7 +30,8 @@ closed form the simulated uniform freshness must match (notes §2; a check of th
 simulator, not of a policy).
 
     python benchmarks/recrawl_sim.py [--quick] [--seeds 1,2,3,4,5 | --seeds-near 0.637:5]
-        [--last-modified] [--before] [--unwindowed] [--json]
+        [--policies uniform,harmonic] [--last-modified] [--lm-zero] [--before]
+        [--unwindowed] [--json]
 """
 
 from __future__ import annotations
@@ -106,6 +111,7 @@ def run(
     *,
     window: bool = True,
     estimator: str = "corrected",
+    lm_zero: bool = False,
 ) -> dict[str, float | str]:
     """One policy over the pages ``rates``/``times`` for ``days`` at ``budget`` fetches a day.
 
@@ -158,10 +164,11 @@ def run(
                 est = rates
             elif policy == "harmonic-lm":
                 # estimate_rate with an honest Last-Modified: its estimator from 3
-                # comparisons (0 while no change has been seen), else the binary one
+                # comparisons once a change was seen (with lm_zero: whether or not, the
+                # rule before, which is 0 until then), else the binary one
                 est = [
                     last_modified_rate(visits[j], counts[j], lm_observed[j] + unchanged[j])
-                    if visits[j] >= 3
+                    if visits[j] >= 3 and (counts[j] > 0 or lm_zero)
                     else corrected(j)
                     for j in range(pages)
                 ]
@@ -211,6 +218,8 @@ def run(
         fresh_time += f
         age_time += a
     name = policy
+    if policy == "harmonic-lm" and lm_zero:
+        name = "harmonic-lm (zero)"
     if policy == "harmonic" and estimator != "corrected":
         name = "harmonic (fixed pseudo)" if window else "harmonic (fixed, unwindowed)"
     return {
@@ -243,6 +252,18 @@ def main() -> None:
         help="also run the schedule with honest Last-Modified dates (harmonic-lm)",
     )
     parser.add_argument(
+        "--lm-zero",
+        action="store_true",
+        help="also run harmonic-lm as before: the Last-Modified estimator from 3 "
+        "comparisons even while no change has been seen (it is 0 then)",
+    )
+    parser.add_argument(
+        "--policies",
+        help="run only these of the base policies (comma-separated: "
+        + ",".join(POLICIES)
+        + "; uniform always runs, the gains are over it)",
+    )
+    parser.add_argument(
         "--before",
         action="store_true",
         help="also run the estimator before its fix (fixed half-day pseudo-intervals)",
@@ -266,12 +287,21 @@ def main() -> None:
         chosen = seeds_near(float(target), int(count), pages)
     else:
         chosen = [int(part) for part in args.seeds.split(",")]
+    policies: tuple[str, ...] = POLICIES
+    if args.policies:
+        asked = {part.strip() for part in args.policies.split(",")}
+        unknown = asked - set(POLICIES)
+        if unknown:
+            parser.error(f"unknown policies: {', '.join(sorted(unknown))}")
+        policies = tuple(p for p in POLICIES if p in asked or p == "uniform")
     seeds: list[dict[str, object]] = []
     for seed in chosen:
         rates, times = web(pages, days, seed)
-        rows = [run(p, rates, times, days, budget) for p in POLICIES]
+        rows = [run(p, rates, times, days, budget) for p in policies]
         if args.last_modified:
             rows.append(run("harmonic-lm", rates, times, days, budget))
+        if args.lm_zero:
+            rows.append(run("harmonic-lm", rates, times, days, budget, lm_zero=True))
         if args.before:
             rows.append(run("harmonic", rates, times, days, budget, estimator="fixed"))
         if args.unwindowed:

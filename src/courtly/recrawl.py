@@ -143,7 +143,8 @@ class Recrawl:
         self.counts = RecrawlCounts()
         self.fetches = 0
         self.pending = 0
-        """Revisits queued by this process and not fetched yet."""
+        """Rows this process put out (revisits queued, failed fetches' retries waiting)
+        whose visit has not come yet."""
         self.changes: list[ChangeEvent] = []
         self._near = NearDuplicateIndex()
         self._texts: dict[int, str] = {}  # main-text digest -> the first URL with it
@@ -183,6 +184,7 @@ class Recrawl:
                 visits=1,
                 status=entry.status,
                 last_fetch_at=entry.fetched_at,
+                judged_at=entry.fetched_at,
                 validators=validators,
                 next_due_at=now,
             )
@@ -276,6 +278,21 @@ class Recrawl:
         visit, position = self._archive(warc, result, visit, record_id)
         await self._write(RevisitRow(visit.state, lease.host_key, depth))
         return visit, position
+
+    async def retrying(self, lease: Lease, until: float) -> None:
+        """A failed fetch of ``lease.url`` is retried: its lease's URL waits at the head of
+        its host's queue for the back-off, up to ``until`` (epoch seconds). Its row is
+        written *out* (queued) and due the longest interval after ``until``, so that
+        ``requeue_due`` does not queue the URL a second time while the retry waits; the
+        retry's visit writes the row back (not out) with its schedule."""
+        url = lease.url
+        row = (await self.rows.revisit_states([(url, lease.host_key)])).get(url)
+        if row is None or row.out:
+            return
+        lost = until + self.book.lane.max_s
+        state = dataclasses.replace(row.state, next_due_at=max(lost, row.state.next_due_at or lost))
+        await self._write(dataclasses.replace(row, state=state, out=True))
+        self.pending += 1  # as a row queued again: its visit takes it back out
 
     async def _write(self, row: RevisitRow) -> None:
         await self.rows.note_visits([row])

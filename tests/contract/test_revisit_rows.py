@@ -81,6 +81,7 @@ async def test_rows_round_trip_every_field(make: MakeStore) -> None:
         warc_date="2026-12-01T10:00:00Z",
         duplicate_of="http://a.test/q",
         near_duplicate_of="http://a.test/r",
+        judged_at=T0 - 65,
     )
     written = RevisitRow(state, "a.test", 3)
     rows = rows_of(store)
@@ -127,6 +128,25 @@ async def test_an_out_row_whose_visit_never_comes_is_due_after_the_lost_interval
     assert (await requeue(store, T0)).queued == ("http://a.test/p",)
     assert (await requeue(store, T0 + 999)).queued == ()
     assert (await requeue(store, T0 + 1_000)).queued == ("http://a.test/p",)
+
+
+async def test_a_row_written_out_is_not_queued_before_its_due_time(make: MakeStore) -> None:
+    """A row written out (a failed fetch's retry waits in its host's queue) is never
+    queued again while out; at its due time it is, as a lost one, unless a visit is
+    noted first (which writes it back, not out)."""
+    store = make(QueueConfig(levels=2))
+    rows = rows_of(store)
+    held = dataclasses.replace(row("a.test", "p", T0 + 100), out=True)
+    await rows.note_visits([held, row("a.test", "q", T0 + 100)])
+    got = await rows.revisit_states([("http://a.test/p", "a.test"), ("http://a.test/q", "a.test")])
+    assert got["http://a.test/p"] == held and not got["http://a.test/q"].out
+    assert await rows.next_revisit_at() == T0 + 100
+    assert (await requeue(store, T0 + 99)).queued == ()
+    assert set((await requeue(store, T0 + 100)).queued) == {"http://a.test/p", "http://a.test/q"}
+    await rows.note_visits([held])
+    await rows.note_visits([row("a.test", "p", T0 + 150)])  # its visit: back, not out
+    assert not (await rows.revisit_states([("http://a.test/p", "a.test")]))["http://a.test/p"].out
+    assert (await requeue(store, T0 + 150)).queued == ("http://a.test/p",)
 
 
 async def test_news_rows_take_the_news_level_and_refusals_come_back_later(

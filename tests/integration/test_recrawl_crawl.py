@@ -10,22 +10,29 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import random
 from collections import Counter
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from tests.redis_servers import have_redis_server, new_crawl_name, standalone_url
+from tests.stores import DisposableRedisStore
 from warcio.archiveiterator import ArchiveIterator
 
 from courtly.clock import FakeClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot, Page
+from courtly.crawl.wiring import frontier_config, open_store
 from courtly.fetch.memory import ConditionalHandler, MemoryFetcher, Reply
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.revisit import RevisitState
 from courtly.sandbox.changing import ChangingPage, ChangingSite, SiteRequest
-from courtly.store.revisit_rows import RevisitRow
+from courtly.store.base import FrontierStore
+from courtly.store.redis import RedisLayout
+from courtly.store.redis.address import connect
+from courtly.store.revisit_rows import DueBatch, RevisitRow
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
 ORIGIN = "http://watch.test"
@@ -76,10 +83,16 @@ def states_of(crawler: Crawler) -> dict[str, RevisitState]:
 
 
 def crawl_until(
-    config: CrawlConfig, clock: FakeClock, conditional: ConditionalHandler, end_at: float
+    config: CrawlConfig,
+    clock: FakeClock,
+    conditional: ConditionalHandler,
+    end_at: float,
+    *,
+    store: FrontierStore | None = None,
 ) -> tuple[Crawler, CrawlSnapshot]:
-    """Crawl with ``config`` on ``clock``, every page answered by ``conditional``, and stop
-    at the first page that ends at or after ``end_at`` (a recrawl never ends by itself)."""
+    """Crawl with ``config`` on ``clock`` (and ``store``, if given), every page answered
+    by ``conditional``, and stop at the first page that ends at or after ``end_at`` (a
+    recrawl never ends by itself)."""
     crawler: Crawler
 
     def on_page(page: Page) -> None:
@@ -87,7 +100,7 @@ def crawl_until(
             crawler.request_stop("max_time")
 
     fetcher = MemoryFetcher(lambda url: 404, clock, conditional=conditional)
-    crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page)
+    crawler = Crawler(config, clock=clock, fetcher=fetcher, on_page=on_page, store=store)
     return crawler, asyncio.run(crawler.run())
 
 
@@ -336,10 +349,14 @@ def test_an_exact_duplicates_links_are_not_taken_again(tmp_path: Path) -> None:
 def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> None:
     """A state file of version 5 with its revisit book in a blob, resumed with --recrawl:
     the migration adds the rows' table, the crawl moves the book into it and empties the
-    blob, and the history carries on (visits counted on, validators sent)."""
+    blob, and the history carries on (visits counted on, validators sent, and the
+    unconditional visits find the page's text unchanged)."""
     import json
     import sqlite3
 
+    from courtly.archive.revisit import payload_digest
+    from courtly.parse.fingerprint import simhash64
+    from courtly.parse.main_text import main_text_and_title, text_digest
     from courtly.state_dir import STATE_FILE
     from courtly.store.sqlite import SqliteStore
 
@@ -347,6 +364,10 @@ def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> Non
     state = tmp_path / "state"
     run_recrawl(state, recrawl=False, store="sqlite", clock=clock)
     still = ORIGIN + "/still"
+    # the digests the older crawl stored of /still, which has never changed
+    first = FakeClock()
+    body = ChangingSite(PAGES, first, start_at=first.now()).answer("/still", {})[2]
+    main_text = main_text_and_title(body)[0]
     book = {
         "format": 1,
         "mu": {"0": 1.0, "1": 1.0},
@@ -363,10 +384,10 @@ def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> Non
                 "lm_observed_s": 0.0,
                 "validators": {"etag": '"/still-0"', "last_modified": None},
                 "status": 200,
-                "body_digest": "sha1:X",
-                "text_digest": 5,
-                "simhash": 7,
-                "content_bytes": 10,
+                "body_digest": payload_digest(body),
+                "text_digest": text_digest(main_text),
+                "simhash": simhash64(main_text),
+                "content_bytes": len(body),
                 "last_fetch_at": clock.now() - 10,
                 "last_change_at": None,
                 "change_rate_per_s": 0.0,
@@ -439,17 +460,39 @@ def test_the_export_carries_each_urls_recrawl_fields(tmp_path: Path) -> None:
     assert lines[ORIGIN + "/lmnow"]["recrawl"]["lm_unreliable"]
 
 
-@pytest.mark.parametrize("store", ["memory", "sqlite"])
-def test_a_revisit_retried_after_a_503_is_fetched_once_after_its_back_off(
+def config_and_store(kind: str, state: Path, **overrides: Any) -> tuple[CrawlConfig, FrontierStore]:
+    """A recrawl config with a store of ``kind``: memory, SQLite in its state directory,
+    or a fresh crawl on the test Redis driven by the caller's (fake) clock."""
+    if kind != "redis":
+        config = recrawl_config(state, store=kind, **overrides)
+        return config, open_store(config, frontier_config(config).queues)
+    if not have_redis_server():
+        pytest.skip("redis-server is not installed")
+    url, name = standalone_url(), new_crawl_name()
+    config = recrawl_config(state, store=url, crawl_name=name, **overrides)
+    store = DisposableRedisStore(
+        connect(url),
+        name,
+        frontier_config(config).queues,
+        layout=RedisLayout(shards=1),
+        rng=random.Random(7),
+        server_clock=False,
+    )
+    return config, store
+
+
+@pytest.mark.parametrize("store", ["memory", "sqlite", "redis"])
+def test_a_revisit_retried_after_a_503_is_queued_once_and_fetched_after_its_back_off(
     tmp_path: Path, store: str
 ) -> None:
     """A revisit answered 503 with a Retry-After longer than its next interval: the
-    lease's retry waits in the host's queue for the back-off, and the URL's row comes
-    due meanwhile and is queued again; the URL is still fetched once after the back-off,
-    then no sooner than the floor."""
+    lease's retry waits in the host's queue for the back-off, and the URL's row is out
+    meanwhile, so ``requeue_due`` does not queue the URL a second time; the retry is
+    fetched once after the back-off, then the URL no sooner than the floor, and it is
+    never queued twice between two fetches."""
     clock = FakeClock()
     site = ChangingSite((ChangingPage("/plain", 1e9, "none"),), clock, start_at=clock.now())
-    answers: list[tuple[float, str, int]] = []
+    events: list[tuple[str, float, int]] = []  # ("fetch" or "queued", at, status)
     plain_requests = 0
 
     def flaky(url: str, headers: Mapping[str, str]) -> tuple[int, list[tuple[str, str]], bytes]:
@@ -457,18 +500,34 @@ def test_a_revisit_retried_after_a_503_is_fetched_once_after_its_back_off(
         if url.endswith("/plain"):
             plain_requests += 1
             if plain_requests == 4:  # the third revisit
-                answers.append((clock.now(), url, 503))
+                events.append(("fetch", clock.now(), 503))
                 return 503, [("Retry-After", "110")], b""
         status, reply_headers, body = site(url, headers)
-        answers.append((clock.now(), url, status))
+        if url.endswith("/plain"):
+            events.append(("fetch", clock.now(), status))
         return status, reply_headers, body
 
     # revisits unbounded: the row is queued again as soon as it is due
-    config = recrawl_config(tmp_path / "state", store=store, recrawl_share=1.0)
-    crawl_until(config, clock, flaky, clock.now() + 400.0)
-    still = [(at, status) for at, url, status in answers if url.endswith("/plain")]
-    failed = next(at for at, status in still if status == 503)
-    after = [at for at, status in still if at > failed]
+    config, frontier_store = config_and_store(store, tmp_path / "state", recrawl_share=1.0)
+    requeue_due = cast(Any, frontier_store).requeue_due
+
+    async def recording(*args: Any, **kwargs: Any) -> DueBatch:
+        batch = cast(DueBatch, await requeue_due(*args, **kwargs))
+        events.extend(("queued", clock.now(), 0) for u in batch.queued if u.endswith("/plain"))
+        return batch
+
+    setattr(frontier_store, "requeue_due", recording)  # noqa: B010
+    crawl_until(config, clock, flaky, clock.now() + 400.0, store=frontier_store)
+    fetches = [(at, status) for kind, at, status in events if kind == "fetch"]
+    failed = next(at for at, status in fetches if status == 503)
+    after = [at for at, _ in fetches if at > failed]
     assert after and after[0] >= failed + 110.0 - 1e-6  # the retry waited for Retry-After
     # after the retry, the next visit keeps to the floor: not a second copy at once
     assert all(b - a >= MIN_S * 0.95 for a, b in itertools.pairwise(after)), after[:4]
+    # queued once: not while the retry waited, and at most once between two fetches
+    kinds = [kind for kind, _, _ in events]
+    failed_at = events.index(("fetch", failed, 503))
+    retried_at = kinds.index("fetch", failed_at + 1)
+    assert "queued" not in kinds[failed_at:retried_at], events[failed_at:retried_at]
+    assert kinds.count("queued") >= 3  # revisits came after the retry
+    assert "queued,queued" not in ",".join(kinds), events

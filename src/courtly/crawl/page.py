@@ -242,6 +242,10 @@ class PagePipeline:
         # Catalogued as not fetched (no status) but why; replaced once it is fetched.
         entry = CatalogueEntry(lease.url, depth=lease.depth, fail_reason=fail_reason)
         await self._store.record([entry])
+        if self._recrawl is not None:
+            # its recrawl row is out while the retry waits: never queued a second time
+            until = self._frontier.next_host_state(lease, outcome).next_allowed_at
+            await self._recrawl.retrying(lease, until)
         await self._frontier.retry(lease, outcome)
         # Commit the back-off and the attempt now: a crash in the commit window would
         # otherwise forget them, and the resumed crawl would ask again inside the gap.

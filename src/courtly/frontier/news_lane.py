@@ -1,9 +1,9 @@
 """Which revisit lane a URL is in: news (0) or ordinary (1). Pure.
 
 A URL is in the news lane when it matches one of the ``--news`` patterns, or when its
-history says so: the ordinary lane has put it at its interval floor
-:data:`FLOOR_STREAK` times in a row (it changes faster than the ordinary floor lets us
-look). The news lane has its own, lower floor, a higher weight w in the schedule, and
+history says so: its estimated change rate λ̂ (from its 3rd comparison) is at least one
+change per ordinary floor, λ̂ · floor ≥ 1 (it changes faster than the ordinary floor lets
+us look). The news lane has its own, lower floor, a higher weight w in the schedule, and
 its revisits go to front-queue level 0; ordinary revisits go to level 1. Politeness is
 the same for both: a news URL still waits for its host's turn.
 """
@@ -15,19 +15,27 @@ from collections.abc import Sequence
 
 from courtly.frontier.recrawl import LaneSchedule
 
-__all__ = ["FLOOR_STREAK", "NEWS", "NEWS_WEIGHT", "ORDINARY", "lane_of", "news_schedule"]
+__all__ = ["NEWS", "NEWS_WEIGHT", "ORDINARY", "lane_of", "news_schedule"]
 
 NEWS = 0
 ORDINARY = 1
-FLOOR_STREAK = 3
 NEWS_WEIGHT = 4.0
 _NEWS_DEFAULT_S = 900.0
 
 
-def lane_of(url: str, current: int, floor_streak: int, patterns: Sequence[re.Pattern[str]]) -> int:
-    """The lane of ``url``: news once it matches a pattern or sat at the ordinary floor
-    :data:`FLOOR_STREAK` times running; a URL never leaves the news lane by itself."""
-    if current == NEWS or floor_streak >= FLOOR_STREAK:
+def lane_of(
+    url: str,
+    current: int,
+    patterns: Sequence[re.Pattern[str]],
+    *,
+    change_rate_per_s: float = 0.0,
+    floor_s: float = float("inf"),
+) -> int:
+    """The lane of ``url``: news once it matches a pattern or its estimated change rate
+    ``change_rate_per_s`` (0 while it has no history) is at least one change per
+    ``floor_s`` (the ordinary lane's shortest interval, seconds); a URL never leaves the
+    news lane by itself."""
+    if current == NEWS or change_rate_per_s * floor_s >= 1.0:
         return NEWS
     if any(pattern.search(url) for pattern in patterns):
         return NEWS

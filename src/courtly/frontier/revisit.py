@@ -33,11 +33,21 @@ from courtly.frontier.recrawl import (
     window_unchanged,
 )
 
-__all__ = ["RING", "Archive", "RevisitState", "Visit", "estimate_rate", "observe", "schedule"]
+__all__ = [
+    "HISTORY",
+    "RING",
+    "Archive",
+    "RevisitState",
+    "Visit",
+    "estimate_rate",
+    "observe",
+    "schedule",
+]
 
 RING = 32
 """How many changed-interval lengths a state keeps (the estimator's recent window)."""
-_MIN_VISITS_FOR_HISTORY = 3
+HISTORY = 3
+"""Comparisons a state needs before its change rate is estimated and scheduled on."""
 
 
 class Archive(Enum):
@@ -62,7 +72,12 @@ class RevisitState:
     ``content_bytes`` the decoded body's length.
     ``warc_record_id``/``warc_date`` name the last full response archived (what a
     revisit record refers to). ``lane`` is 0 (news) or 1 (ordinary);
-    ``floor_streak`` counts schedules in a row that put the URL at its lane's floor.
+    ``floor_streak`` counts schedules in a row that put the URL at its lane's floor (a
+    record only: the news lane is joined by the rate, :mod:`courtly.frontier.news_lane`).
+    ``last_fetch_at`` is the last attempt, a transient failure (no answer, 429, 5xx)
+    included; ``judged_at`` the last fetch whose answer was judged (the copy the next
+    answer is compared with, and what intervals are measured from; ``None`` in a state
+    kept before it was: then ``last_fetch_at`` stands in, :attr:`compared_at`).
     ``duplicate_of`` names another URL with the same main text, ``near_duplicate_of``
     one whose SimHash is within a few bits (:mod:`courtly.parse.near_duplicates`).
     """
@@ -92,6 +107,12 @@ class RevisitState:
     warc_date: str | None = None
     duplicate_of: str | None = None
     near_duplicate_of: str | None = None
+    judged_at: float | None = None
+
+    @property
+    def compared_at(self) -> float | None:
+        """When the stored copy was fetched: ``judged_at``, else ``last_fetch_at``."""
+        return self.judged_at if self.judged_at is not None else self.last_fetch_at
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,10 +150,12 @@ def observe(
     if status is None or status == 429 or status >= 500:
         return Visit(replace(state, last_fetch_at=at), False, Archive.RESPONSE)
     # No copy to compare with: never fetched, or known only from a catalogue row (resume).
-    first = state.last_fetch_at is None or state.status is None
+    # Intervals run from the copy compared with, not from a failed attempt since.
+    copy_at = state.compared_at
+    first = copy_at is None or state.status is None
     if status != 304 and state.text_digest is None and state.body_digest is None:
         first = True
-    since = 0.0 if first or state.last_fetch_at is None else max(0.0, at - state.last_fetch_at)
+    since = 0.0 if first or copy_at is None else max(0.0, at - copy_at)
     etag = _header(headers, "etag")
     last_modified = _header(headers, "last-modified")
     if status == 304 and not first:
@@ -148,6 +171,7 @@ def observe(
             unchanged_s=state.unchanged_s + since,
             validators=validators,
             last_fetch_at=at,
+            judged_at=at,
         )
         return Visit(new, False, Archive.NOT_MODIFIED)
     same_class = state.status is not None and state.status // 100 == status // 100
@@ -174,6 +198,7 @@ def observe(
         simhash=simhash,
         content_bytes=content_bytes,
         last_fetch_at=at,
+        judged_at=at,
     )
     if unchanged:
         new = replace(new, unchanged_s=state.unchanged_s + since)
@@ -187,7 +212,7 @@ def observe(
             last_change_at=at,
         )
         lm_s = http_date_s(last_modified)
-        if validators.lm_trusted and lm_s is not None and state.last_fetch_at is not None:
+        if validators.lm_trusted and lm_s is not None and copy_at is not None:
             # The change happened at Last-Modified: the time after it counts as observed.
             new = replace(
                 new,
@@ -198,16 +223,18 @@ def observe(
 
 
 def estimate_rate(state: RevisitState, lane: LaneSchedule) -> float:
-    """λ̂ for ``state``: the Last-Modified estimator while that header is trusted and there
-    are 3 comparisons, else the bias-corrected irregular-interval MLE
+    """λ̂ for ``state``: the Last-Modified estimator while that header is trusted, there
+    are 3 comparisons and a change has been seen with its Last-Modified (before the first
+    change it is 0, which would send the page, doubling, to the longest interval), else
+    the bias-corrected irregular-interval MLE
     (:func:`~courtly.frontier.recrawl.corrected_irregular_rate`) over the recent window
     (the ring's changed intervals and their share of the unchanged time and visits),
     its pseudo-data half an unchanged and half a changed interval of the page's mean
     interval, bisected between a thousandth of a change per longest interval and ten
     per shortest."""
-    if state.validators.lm_trusted and state.comparisons >= _MIN_VISITS_FOR_HISTORY:
+    if state.validators.lm_trusted and state.comparisons >= HISTORY:
         observed = state.lm_observed_s + state.unchanged_s
-        if state.lm_changes == state.changes and observed > 0:
+        if 0 < state.lm_changes == state.changes and observed > 0:
             return last_modified_rate(state.comparisons, state.changes, observed)
     kept = len(state.changed_ring)
     return corrected_irregular_rate(
@@ -229,13 +256,15 @@ def schedule(
     jitter: float = 1.0,
     date_s: float | None = None,
 ) -> RevisitState:
-    """``state`` with its estimated rate, interval and next due time set.
+    """``state`` with its estimated rate, interval and next due time set: the interval
+    counted from the copy compared with (:attr:`RevisitState.compared_at`, not a failed
+    attempt since), never before ``now`` plus the lane's floor.
 
-    Until :data:`_MIN_VISITS_FOR_HISTORY` comparisons the lane's first interval is used
+    Until :data:`HISTORY` comparisons the lane's first interval is used
     (10% of Date − Last-Modified when known, else the lane's default).
     """
-    last = state.last_fetch_at if state.last_fetch_at is not None else now
-    if state.comparisons < _MIN_VISITS_FOR_HISTORY:
+    last = state.compared_at if state.compared_at is not None else now
+    if state.comparisons < HISTORY:
         lm_s = http_date_s(state.validators.last_modified) if state.validators.lm_trusted else None
         interval = first_interval(lane, date_s=date_s, last_modified_s=lm_s)
         rate = 0.0

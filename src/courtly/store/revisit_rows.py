@@ -52,13 +52,20 @@ __all__ = [
 ]
 
 _VALIDATOR_FIELDS: Final = tuple(f.name for f in dataclasses.fields(Validators))
+_ADDED_FIELDS: Final = ("judged_at",)
+"""State fields added after the first layout (state version 6): flattened last, so that
+a payload written before (a Redis row) is a prefix, its missing fields read as ``None``."""
 _STATE_FIELDS: Final = tuple(
-    f.name for f in dataclasses.fields(RevisitState) if f.name != "validators"
+    f.name
+    for f in dataclasses.fields(RevisitState)
+    if f.name != "validators" and f.name not in _ADDED_FIELDS
 )
-STATE_COLUMNS: Final = (*_STATE_FIELDS, *_VALIDATOR_FIELDS)
+STATE_COLUMNS: Final = (*_STATE_FIELDS, *_VALIDATOR_FIELDS, *_ADDED_FIELDS)
 """A flattened state's columns: the state's own fields (``url`` first), then the
-validators'."""
+validators', then the fields added since (:data:`_ADDED_FIELDS`)."""
 _RING: Final = _STATE_FIELDS.index("changed_ring")
+_OWN: Final = len(_STATE_FIELDS)
+_VALIDATORS_END: Final = _OWN + len(_VALIDATOR_FIELDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +105,9 @@ class RevisitRows(Protocol):
 
     async def note_visits(self, rows: Sequence[RevisitRow]) -> None:
         """Write ``rows`` (replacing any earlier row of the URL), held with the next step:
-        one commit holds both. A row's due time is its ``state.next_due_at``."""
+        one commit holds both. A row's due time is its ``state.next_due_at``; a row
+        written ``out`` (a failed fetch's retry is queued) is not queued again before it,
+        and then only as a lost one."""
         ...
 
     async def requeue_due(
@@ -180,6 +189,7 @@ def export_fields(row: RevisitRow) -> dict[str, object]:
         "comparisons": s.comparisons,
         "changes": s.changes,
         "last_fetch_at": s.last_fetch_at,
+        "last_judged_at": s.compared_at,
         "last_change_at": s.last_change_at,
         "changed_intervals_s": list(s.changed_ring),
         "change_rate_per_s": s.change_rate_per_s,
@@ -202,14 +212,21 @@ def state_values(state: RevisitState) -> list[Any]:
     values: list[Any] = [getattr(state, name) for name in _STATE_FIELDS]
     values[_RING] = json.dumps(list(state.changed_ring))
     values.extend(getattr(state.validators, name) for name in _VALIDATOR_FIELDS)
+    values.extend(getattr(state, name) for name in _ADDED_FIELDS)
     return values
 
 
 def state_from_values(values: Sequence[Any]) -> RevisitState:
-    """The inverse of :func:`state_values` (booleans and the ring restored)."""
-    own = dict(zip(_STATE_FIELDS, values[: len(_STATE_FIELDS)], strict=True))
+    """The inverse of :func:`state_values` (booleans and the ring restored). ``values``
+    may lack the fields added since the first layout (an older row): they are ``None``."""
+    if not _VALIDATORS_END <= len(values) <= len(STATE_COLUMNS):
+        raise ValueError(f"a recrawl row has {len(values)} values, not {len(STATE_COLUMNS)}")
+    own = dict(zip(_STATE_FIELDS, values[:_OWN], strict=True))
     own["changed_ring"] = tuple(float(t) for t in json.loads(own["changed_ring"] or "[]"))
-    raw = dict(zip(_VALIDATOR_FIELDS, values[len(_STATE_FIELDS) :], strict=True))
+    raw = dict(zip(_VALIDATOR_FIELDS, values[_OWN:_VALIDATORS_END], strict=True))
     raw["etag_unreliable"] = bool(raw["etag_unreliable"])
     raw["lm_unreliable"] = bool(raw["lm_unreliable"])
+    added = list(values[_VALIDATORS_END:])
+    added += [None] * (len(_ADDED_FIELDS) - len(added))
+    own.update(zip(_ADDED_FIELDS, added, strict=True))
     return RevisitState(validators=Validators(**raw), **own)

@@ -1,4 +1,5 @@
-"""The SQLite store's recrawl rows: the ``revisit`` table (schema version 6), one row per
+"""The SQLite store's recrawl rows: the ``revisit`` table (schema version 6, ``judged_at``
+since version 8), one row per
 URL with its :class:`~courtly.frontier.revisit.RevisitState` spread over columns, found
 due by the ``revisit_due`` index on ``due_at`` (never by a scan)."""
 
@@ -15,7 +16,7 @@ from courtly.store.revisit_rows import (
     state_values,
 )
 
-__all__ = ["REVISIT_TABLE", "SqliteRevisitRows"]
+__all__ = ["REVISIT_TABLE", "REVISIT_V8", "SqliteRevisitRows"]
 
 REVISIT_TABLE: Final = """
 CREATE TABLE revisit (
@@ -57,7 +58,16 @@ CREATE TABLE revisit (
 CREATE INDEX revisit_due ON revisit (due_at)
 """
 """Version 6's table and index (``due_at`` is the row's due time: its state's
-``next_due_at``, or when an out row is given up as lost)."""
+``next_due_at``, or when an out row is given up as lost). Version 8 adds
+``judged_at`` (:data:`REVISIT_V8`)."""
+
+REVISIT_V8: Final = """
+ALTER TABLE revisit ADD COLUMN judged_at REAL;
+UPDATE revisit SET judged_at = last_fetch_at WHERE status IS NOT NULL
+"""
+"""Version 8: the last judged fetch of each row (``RevisitState.judged_at``), apart from
+the last attempt; a row written before takes its last fetch (the best known: a failed
+attempt then was not told apart)."""
 
 _COLUMNS: Final = ("host_key", "depth", "out", "due_at", *STATE_COLUMNS)
 _UPSERT: Final = (

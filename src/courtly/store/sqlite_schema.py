@@ -18,7 +18,8 @@ complete schema: an existing file is never re-created, whatever is in it.
 Tables (version 1; version 2 adds ``catalogue.fail_reason``, version 3
 ``back.attempts``, version 4 ``hosts.delay_source`` and ``hosts.last_status``,
 version 5 ``back.rank`` and the ``back_order`` index, version 6 the ``revisit`` table
-and its ``revisit_due`` index):
+and its ``revisit_due`` index, version 7 the ``back_url`` index, version 8
+``revisit.judged_at``):
 
 ``meta``       key/value: counters, the token ceiling, the Bloom checkpoint;
 ``front``      front queues, ``(level, id)`` ordered: FIFO per level;
@@ -41,7 +42,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from courtly.errors import StateError, StateLocked
-from courtly.store.revisit_sqlite import REVISIT_TABLE
+from courtly.store.revisit_sqlite import REVISIT_TABLE, REVISIT_V8
 
 __all__ = [
     "APPLICATION_ID",
@@ -54,7 +55,7 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 7
+SCHEMA_VERSION: Final = 8
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -99,6 +100,14 @@ def _v6_to_v7(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX back_url ON back (host_key, url)")
 
 
+def _v7_to_v8(conn: sqlite3.Connection) -> None:
+    """Version 8: a recrawl row keeps its last judged fetch (``revisit.judged_at``) apart
+    from its last attempt, a transient failure included."""
+    for statement in REVISIT_V8.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 MIGRATIONS: Final[Mapping[int, Migration]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
@@ -106,6 +115,7 @@ MIGRATIONS: Final[Mapping[int, Migration]] = {
     4: _v4_to_v5,
     5: _v5_to_v6,
     6: _v6_to_v7,
+    7: _v7_to_v8,
 }
 """``from_version -> migration`` to ``from_version + 1``."""
 

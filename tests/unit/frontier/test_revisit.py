@@ -6,6 +6,7 @@ import math
 import random
 import statistics
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -130,3 +131,42 @@ def test_the_estimate_of_a_long_history_stays_near_the_true_rate() -> None:
         assert state.changes > len(state.changed_ring) == 32
         estimates.append(estimate_rate(state, LANE))
     assert abs(statistics.median(estimates) / rate - 1) < 0.1
+
+
+def test_a_trusted_last_modified_keeps_the_binary_estimate_until_a_change_is_seen() -> None:
+    # An honest Last-Modified that never moved in 5 daily comparisons: its own estimator
+    # is 0 then (it would send the page, doubling, to the longest interval), so the
+    # binary one stands: a small positive rate, an interval short of the cap.
+    lm = "Tue, 01 Dec 2026 10:00:00 GMT"
+    state = visit(RevisitState("http://a/"), T0, 200, "A", 1, Last_Modified=lm).state
+    for day in range(1, 6):
+        state = visit(state, T0 + day * DAY_S, 200, "A", 1, Last_Modified=lm).state
+    assert state.validators.lm_trusted and state.comparisons == 5 and state.changes == 0
+    rate = estimate_rate(state, LANE)
+    assert 0 < rate < 1 / DAY_S
+    scheduled = schedule(state, now=T0 + 5 * DAY_S, mu=1e5, lane=LANE)
+    assert scheduled.interval_s is not None and scheduled.interval_s < LANE.max_s
+    # once a change is seen with its Last-Modified, its estimator takes over: 1 change in
+    # the observed time (the time after the change plus the unchanged intervals)
+    new_lm = "Sun, 06 Dec 2026 10:00:00 GMT"
+    at = T0 + 6 * DAY_S
+    changed = visit(state, at, 200, "B", 2, Last_Modified=new_lm).state
+    assert changed.lm_changes == changed.changes == 1
+    observed = changed.lm_observed_s + changed.unchanged_s
+    n = changed.comparisons
+    expected = -1 / (n * math.log(1 - 1 / n)) / observed
+    assert estimate_rate(changed, LANE) == pytest.approx(expected, rel=1e-12)
+
+
+def test_intervals_run_from_the_copy_compared_with_not_a_failed_attempt() -> None:
+    s = visit(RevisitState("http://a/"), T0, 200, "A", 1, ETag='"1"').state
+    for status in (None, 429, 503):  # a transient failure 60 s later
+        failed = visit(s, T0 + 60, status, "", 0).state
+        assert failed.last_fetch_at == T0 + 60 and failed.judged_at == T0
+        changed = visit(failed, T0 + 100, 200, "B", 2).state
+        assert changed.changed_ring == (100.0,) and changed.judged_at == T0 + 100
+        unchanged = visit(failed, T0 + 100, 304, "", 0, ETag='"1"').state
+        assert unchanged.unchanged_s == 100.0 and unchanged.judged_at == T0 + 100
+        # the next due time counts the interval from the copy too (not before now + floor)
+        due = schedule(failed, now=T0 + 60, mu=1e5, lane=LANE).next_due_at
+        assert due is not None and due == max(T0 + 60 + LANE.min_s, T0 + LANE.default_s)

@@ -160,7 +160,7 @@ async def test_a_version_1_file_gains_the_fail_reason_column(tmp_path: Path) -> 
     await store.aclose()
     assert [e.fail_reason for e in entries] == [None, "http_503"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
     conn.close()
 
 
@@ -256,10 +256,52 @@ async def test_a_version_6_file_gains_the_back_url_index_and_keeps_its_queue(
         row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")
     }
     assert "back_url" in indexes
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     plan = conn.execute(
         "EXPLAIN QUERY PLAN SELECT rank, seq FROM back INDEXED BY back_url"
         " WHERE host_key = 'a.test' AND url = 'http://a.test/1' ORDER BY rank, seq LIMIT 1"
     ).fetchall()
     conn.close()
     assert any("back_url" in str(step) for step in plan)
+
+
+async def test_a_version_7_file_gains_judged_at_from_its_last_fetch(tmp_path: Path) -> None:
+    """Version 8 keeps a recrawl row's last judged fetch apart from its last attempt; a
+    row written before takes its last fetch, and the row reads and queues as before."""
+    from courtly.store.revisit_rows import RevisitRows
+
+    path = tmp_path / "frontier.db"
+    conn = open_database(path, version=7)
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(revisit)")]
+    assert "judged_at" not in columns  # version 6's table, as version 7 kept it
+    values: dict[str, object] = {name: 0 for name in columns}
+    values.update(
+        url="http://a.test/p",
+        host_key="a.test",
+        depth=1,
+        due_at=T0,
+        changed_ring="[]",
+        status=200,
+        last_fetch_at=T0 - 60,
+        next_due_at=T0,
+        etag=None,
+        last_modified=None,
+    )
+    conn.execute(
+        f"INSERT INTO revisit ({', '.join(values)}) VALUES ({', '.join('?' * len(values))})",
+        list(values.values()),
+    )
+    conn.commit()
+    conn.close()
+    store = SqliteStore(path, QueueConfig())
+    assert isinstance(store, RevisitRows)
+    row = (await store.revisit_states([("http://a.test/p", "a.test")]))["http://a.test/p"]
+    assert row.state.judged_at == T0 - 60 == row.state.last_fetch_at
+    batch = await store.requeue_due(
+        T0, 10, BudgetConfig(), levels=(0, 1), retry_s=50.0, lost_after_s=1_000.0
+    )
+    assert batch.queued == ("http://a.test/p",)
+    await store.aclose()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    conn.close()

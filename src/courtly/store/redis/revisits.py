@@ -4,8 +4,8 @@ A row lives in the shard of its **host** (``shard_of(host_key)``), beside the ho
 queue, so that one script on one slot can queue it again: ``rv`` (url -> payload: host
 key, depth and the flattened state), ``rk`` (url -> lane, seen-set hashes, host and
 queue entry), ``rd`` (the shard's due sorted set: url -> due ms on the server's
-clock) and ``ro`` (URLs out). ``note.lua`` writes rows (their due times sent as delays
-from now, so the server's TIME is the clock, as for next allowed times); ``due.lua``
+clock) and ``ro`` (URLs out). ``note.lua`` writes rows, out or not as written (their
+due times sent on the server's clock, as for next allowed times); ``due.lua``
 queues due rows again by the same rules as memory and SQLite
 (:func:`courtly.store.revisit_rows.requeue`). A row's ``next_due_at`` read back is its
 ``rd`` score on the caller's clock.
@@ -108,7 +108,10 @@ class RedisRevisitRows:
             entry = encode_entry(row.host_key, row.depth, row.url)
             meta = f"{state.lane} {h1} {h2} {row.host_key} {entry}"
             payload = json.dumps([row.host_key, row.depth, *state_values(state)])
-            groups.setdefault(self._shard(row.host_key), []).extend((row.url, due, payload, meta))
+            out = "1" if row.out else "0"
+            groups.setdefault(self._shard(row.host_key), []).extend(
+                (row.url, due, payload, meta, out)
+            )
 
         async def one(shard: int, args: list[Any]) -> None:
             await store._shard_call("note", shard, None, args)
