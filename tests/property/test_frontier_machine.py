@@ -467,12 +467,15 @@ def _host(url: str) -> str:
     return url.split("/", 3)[2]
 
 
-FrontierMachine.TestCase.settings = settings(
-    max_examples=40,
-    stateful_step_count=40,
+FULL = settings(
+    max_examples=100,
+    stateful_step_count=50,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
 )
+"""The budget of each machine on the local stores (2-5 s each). Set on every machine's own
+``TestCase``: Hypothesis builds one per subclass, so settings given to the base class's
+``TestCase`` reach no subclass (they ran on Hypothesis's defaults, 100 and 50)."""
 
 
 def _machine_stores() -> list[str]:
@@ -506,6 +509,8 @@ def _machines() -> dict[str, type[FrontierMachine]]:
         key = f"{name}_ageing"
         attrs = {"store_name": name, "slots": 8, "max_due_wait_s": 3.0}
         out[key] = type(f"FrontierMachine_{key}", (FrontierMachine,), attrs)
+    for full in out.values():
+        full.TestCase.settings = FULL
     for name in REPEATABLE_REDIS_STORE_FACTORIES:
         if f"{name}_8_slots" in out:
             continue
