@@ -70,6 +70,7 @@ import re
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import threading
@@ -798,11 +799,15 @@ def run_scenario(
     profile: bool,
     overrides: dict[str, Any] | None = None,
     courtly_src: Path | None = None,
+    rounds: int = 1,
 ) -> dict[str, Any]:
-    """Every crawler, one after the other, each against its own fresh copy of the web.
+    """Every crawler, one after the other, each against its own fresh copy of the web;
+    ``rounds`` times, the order reversed every other round.
 
     The copies are served on one port, so that the ground truth is computed once.
-    ``share_of_ceiling`` is filled in once the bare loop has run.
+    ``share_of_ceiling`` (and ``speedup_vs_scrapy``) is the median over the rounds of
+    each round's ratio to its own bare loop (Scrapy run); a crawler's other figures are
+    those of its median run (:func:`combine_rounds`).
     """
     spec = dataclasses.replace(scenario.spec, port=free_port())
     scenario = dataclasses.replace(scenario, spec=spec)
@@ -824,46 +829,84 @@ def run_scenario(
     started = time.monotonic()
     truth.expected_pages(TOKEN, scope=scenario.scope, seeds=truth.world.seeds())
     out["truth_s"] = round(time.monotonic() - started, 1)
-    for crawler in crawlers:
-        if crawler == "courtly_tuned" and not scenario.tuned:
-            continue
-        print(f"[{scenario.name}] {crawler}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
-        out[crawler] = measure(
-            scenario,
-            crawler,
-            seconds,
-            workdir,
-            truth,
-            profile and crawler == "courtly",
-            overrides,
-            courtly_src,
-        )
-        figures = out[crawler]
-        print(
-            f"[{scenario.name}] {crawler}: {figures['pages_per_s']} pages/s, "
-            f"{figures['cpu_ms_per_page']} CPU ms/page, coverage "
-            f"{figures['coverage']:.1%}, efficiency {figures['efficiency']}, violations "
-            f"{figures['violations']} {figures['violations_by_kind']}",
-            file=sys.stderr,
-            flush=True,
-        )
+    runs: dict[str, list[dict[str, Any]]] = {}
+    for round_index in range(rounds):
+        # alternate the order, so that no crawler always runs first on a drifting machine
+        order = crawlers if round_index % 2 == 0 else tuple(reversed(crawlers))
+        for crawler in order:
+            if crawler == "courtly_tuned" and not scenario.tuned:
+                continue
+            label = f"{crawler}, round {round_index + 1}/{rounds}" if rounds > 1 else crawler
+            print(f"[{scenario.name}] {label}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
+            figures = measure(
+                scenario,
+                crawler,
+                seconds,
+                workdir,
+                truth,
+                profile and crawler == "courtly",
+                overrides,
+                courtly_src,
+            )
+            runs.setdefault(crawler, []).append(figures)
+            print(
+                f"[{scenario.name}] {label}: {figures['pages_per_s']} pages/s, "
+                f"{figures['cpu_ms_per_page']} CPU ms/page, coverage "
+                f"{figures['coverage']:.1%}, efficiency {figures['efficiency']}, violations "
+                f"{figures['violations']} {figures['violations_by_kind']}",
+                file=sys.stderr,
+                flush=True,
+            )
+    for crawler, made in runs.items():
+        out[crawler] = combine_rounds(made)
     ceiling = out.get("bare", {}).get("pages_per_s")
     if ceiling:
         out["ceiling_pages_per_s"] = ceiling
         out["ceiling_cpu_ms_per_page"] = out["bare"]["cpu_ms_per_page"]
-    for crawler in crawlers:
-        row = out.get(crawler)
-        if row is not None:
-            row["share_of_ceiling"] = round(row["pages_per_s"] / ceiling, 4) if ceiling else None
+    bare_runs = runs.get("bare", [])
+    for crawler, made in runs.items():
+        # each round's share against that round's bare loop; the median of those
+        shares = [
+            round(run["pages_per_s"] / bare["pages_per_s"], 4)
+            for run, bare in zip(made, bare_runs, strict=False)
+            if bare["pages_per_s"]
+        ]
+        out[crawler]["share_of_ceiling"] = statistics.median(shares) if shares else None
+        if rounds > 1:
+            out[crawler]["share_of_ceiling_rounds"] = shares
     if "courtly" in out:
         out["bound_pages_per_s"] = out["courtly"]["bound_pages_per_s"]
         out["efficiency"] = out["courtly"]["efficiency"]
         out["share_of_ceiling"] = out["courtly"]["share_of_ceiling"]
     if "courtly" in out and "scrapy" in out and out["scrapy"]["pages_per_s"]:
-        out["speedup_vs_scrapy"] = round(
-            out["courtly"]["pages_per_s"] / out["scrapy"]["pages_per_s"], 2
-        )
+        speedups = [
+            round(mine["pages_per_s"] / theirs["pages_per_s"], 2)
+            for mine, theirs in zip(runs["courtly"], runs["scrapy"], strict=False)
+            if theirs["pages_per_s"]
+        ]
+        out["speedup_vs_scrapy"] = statistics.median(speedups)
+        if rounds > 1:
+            out["speedup_vs_scrapy_rounds"] = speedups
     return out
+
+
+def combine_rounds(made: list[dict[str, Any]]) -> dict[str, Any]:
+    """One crawler's figures over its rounds: the run of median pages/s, its violations
+    replaced by the sum over every round (none is hidden by the median), and with more
+    than one round ``rounds``: each round's headline figures."""
+    ranked = sorted(made, key=lambda run: run["pages_per_s"])
+    median = dict(ranked[(len(ranked) - 1) // 2])
+    if len(made) == 1:
+        return median
+    median["violations"] = sum(run["violations"] for run in made)
+    kinds: dict[str, int] = {}
+    for run in made:
+        for kind, count in run["violations_by_kind"].items():
+            kinds[kind] = kinds.get(kind, 0) + count
+    median["violations_by_kind"] = kinds
+    keys = ("pages_per_s", "cpu_ms_per_page", "efficiency", "coverage", "violations")
+    median["rounds"] = [{key: run.get(key) for key in keys} for run in made]
+    return median
 
 
 def targets(results: dict[str, Any]) -> dict[str, bool | None]:
@@ -1027,6 +1070,12 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         help="run the courtly crawler from this source tree (a before/after on one machine)",
     )
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="run every crawler this many times, alternating the order; medians [1]",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument("--serve-spec", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--dir", type=Path, help=argparse.SUPPRESS)
@@ -1050,6 +1099,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine(),
         "commit": commit(),
         "seconds": args.seconds,
+        "rounds": args.rounds,
         "quick": args.quick,
         "user_agent": USER_AGENT,
         "courtly_overrides": overrides,
@@ -1065,6 +1115,7 @@ def main(argv: list[str] | None = None) -> int:
             args.profile,
             overrides,
             args.courtly_src,
+            args.rounds,
         )
         courtly = result.get("courtly", {})
         if args.profile and "profile_file" in courtly:
