@@ -259,6 +259,24 @@ class HttpFetcher:
             refused.append(f"{address} ({reason})")
         raise BlockedAddress(f"{key}: every address is blocked: {', '.join(refused)}")
 
+    def known_address(self, host: str) -> str | None:
+        """The address a request to ``host`` would go to, if known without a lookup
+        (a request in flight pins it, or the DNS cache holds a live answer); else
+        ``None``. Never resolves, never raises."""
+        key = normalise_host_name(host)
+        pin = self._pins.get(key)
+        if pin is not None:
+            return pin.ip
+        addresses = self.dns.cached(key)
+        if not addresses:
+            return None
+        if self.config.allow_private_networks:
+            return addresses[0]
+        memo = self._picks.get(key)
+        if memo is not None and memo[0] is addresses:
+            return memo[1]
+        return None
+
     async def _address_for(self, host: str) -> str:
         pin = self._pins.get(normalise_host_name(host))
         if pin is not None:
