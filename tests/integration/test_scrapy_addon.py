@@ -436,12 +436,9 @@ def test_two_processes_share_one_redis_frontier_politely(
         # Both queue their seeds once both are up: the one that started first would
         # otherwise crawl the small web alone while the other still imports Scrapy.
         together = [*shared, "--barrier", str(tmp_path / "barrier"), str(len(dirs))]
-        # A process leases up to twice CONCURRENT_REQUESTS hosts (16 with the spider's 8:
-        # all 8 of this web, while the one address lets 2 requests run): the first to lease could
-        # hold every host for the whole small crawl and the other fetch nothing. With 2,
-        # each holds at most 4, the address's cap still binds the pair, and sharing is what
-        # the audit below sees.
-        together += ["--set", "CONCURRENT_REQUESTS=2"]
+        # The spider's CONCURRENT_REQUESTS = 8 lets a process lease up to 16 hosts, all 8
+        # of this web; it holds at most 4 at their one address (its 2 places and 2
+        # waiting) and gives the rest back, so the other process has hosts to fetch.
         procs = [start_scrapy(web, workdir, together, oldest=oldest) for workdir in dirs]
         deadline = time.monotonic() + RUN_TIMEOUT_S + 30
         for proc in procs:
