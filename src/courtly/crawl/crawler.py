@@ -209,8 +209,9 @@ class Crawler:
         self._stop_grace_s = config.stop_grace_s if stop_grace_s is None else stop_grace_s
         self._holds = AddressHolds(self._local_per_ip())
         """Leases held per address (:mod:`courtly.fetch.address_holds`)."""
-        self._held_at: dict[asyncio.Task[None], tuple[str, float]] = {}
-        """Per fetch task counted in :attr:`_holds`: its address and when it started."""
+        self._held_at: dict[asyncio.Task[None], tuple[str, float, float]] = {}
+        """Per fetch task counted in :attr:`_holds`: its address, its host's time and
+        when it started."""
         self.addresses_busy = 0
         """Leases given back untouched because their address had no room (this run)."""
         self._stopping = False
@@ -479,11 +480,11 @@ class Crawler:
         address does not keep a ready host on another address waiting. The fetcher
         wakes the dispatcher when a fetch starts to wait so.
 
-        A lease on an address where this process already holds as many leases as it
-        can start soon (:class:`~courtly.fetch.address_holds.AddressHolds`: its per-IP
-        places and as many waiting) is given back untouched, its host held a moment
-        (``address_busy``): another process of a shared crawl may take it, and this
-        one does not take it again at once.
+        A lease on a busy address where this process already holds as many leases as
+        it can start soon (its per-IP places and as many waiting:
+        :class:`~courtly.fetch.address_holds.AddressHolds`) is given back untouched,
+        its host held a moment (``address_busy``): another process of a shared crawl
+        may take it, and this one does not take it again at once.
 
         One task leases for all fetchers, so a completion or a host coming due wakes
         one task, not every idle fetcher (no thundering herd on the frontier). It
@@ -564,20 +565,22 @@ class Crawler:
     ) -> tuple[list[Lease], list[tuple[Lease, str]]]:
         """Start a fetch for each lease whose address has room here; the leases
         started, and those not (with their address)."""
-        holds, fetches = self._holds, self._fetches
+        holds, fetches, http = self._holds, self._fetches, self._http
         started: list[Lease] = []
         busy: list[tuple[Lease, str]] = []
         for lease in leases:
             ip = self._known_address(lease)
+            due_at = lease.host.next_allowed_at
             if ip is not None:
-                if not holds.room(ip):
+                assert http is not None  # only an HTTP fetcher knows addresses
+                if not holds.room(ip, now, http.waiting_at(ip)):
                     busy.append((lease, ip))
                     continue
-                holds.take(ip)
+                holds.take(ip, due_at)
             self.ready_waits.leased(lease, now)
             task = fetches.start(group, lease, self._process)
             if ip is not None:
-                self._held_at[task] = (ip, now)
+                self._held_at[task] = (ip, due_at, now)
             started.append(lease)
         return started, busy
 
@@ -622,8 +625,8 @@ class Crawler:
     def _fetch_ended(self, task: asyncio.Task[None]) -> None:
         held = self._held_at.pop(task, None)
         if held is not None:
-            ip, started_at = held
-            self._holds.give(ip, self._clock.now() - started_at)
+            ip, due_at, started_at = held
+            self._holds.give(ip, due_at, self._clock.now() - started_at)
         self._note_free()
 
     def _news(self) -> None:

@@ -10,6 +10,7 @@ from courtly.fetch.address_holds import (
     AddressHolds,
     give_back_wait_s,
     holds_per_address,
+    may_hold,
 )
 from courtly.frontier.politeness import PolitenessConfig, apply_outcome
 from courtly.frontier.records import DelaySource, HostState, Outcome
@@ -41,25 +42,46 @@ def test_the_wait_follows_the_address_s_hold_time() -> None:
     assert give_back_wait_s(600.0, 0.05) == GIVE_BACK_MAX_S
 
 
+def test_more_only_while_the_address_is_not_busy() -> None:
+    assert may_hold(held=3, due=3, waiting=5, per_ip=2)
+    assert not may_hold(held=4, due=0, waiting=1, per_ip=2)  # requests wait there
+    assert not may_hold(held=4, due=4, waiting=0, per_ip=2)  # they will wait
+    # leases taken ahead on an address where nothing waits: they start at their time
+    assert may_hold(held=9, due=3, waiting=0, per_ip=2)
+
+
 def test_holds_count_per_address_up_to_the_limit() -> None:
     holds = AddressHolds(per_ip=2)
     for _ in range(4):
-        assert holds.room("10.0.0.1")
-        holds.take("10.0.0.1")
-    assert not holds.room("10.0.0.1")
-    assert holds.room("10.0.0.2")  # another address has its own count
-    holds.give("10.0.0.1", 0.4)
-    assert holds.room("10.0.0.1") and holds.held("10.0.0.1") == 3
+        assert holds.room("10.0.0.1", now=10.0, waiting=0)
+        holds.take("10.0.0.1", due_at=10.0)
+    assert not holds.room("10.0.0.1", now=10.0, waiting=0)
+    assert holds.room("10.0.0.2", now=10.0, waiting=0)  # another address has its own count
+    holds.give("10.0.0.1", due_at=10.0, held_s=0.4)
+    assert holds.room("10.0.0.1", now=10.0, waiting=2) and holds.held("10.0.0.1") == 3
     assert holds.wait_s("10.0.0.1", 0.05) == 0.2
     assert holds.wait_s("10.0.0.2", 0.05) == 0.1  # no hold ended there yet
 
 
+def test_a_lease_taken_ahead_counts_from_its_host_s_time() -> None:
+    holds = AddressHolds(per_ip=1)
+    holds.take("a", due_at=10.0)
+    holds.take("a", due_at=10.04)  # leased ahead: it starts at 10.04 unless the address is full
+    holds.take("a", due_at=10.05)
+    assert holds.held("a") == 3
+    assert holds.due("a", now=10.0) == 1 and holds.room("a", now=10.0, waiting=0)
+    assert not holds.room("a", now=10.0, waiting=1)  # a request waits at the address
+    assert holds.due("a", now=10.04) == 2 and not holds.room("a", now=10.04, waiting=0)
+    holds.give("a", due_at=10.0, held_s=0.05)
+    assert holds.due("a", now=10.05) == 2 and holds.held("a") == 2
+
+
 def test_the_mean_hold_time_moves_towards_new_holds() -> None:
     holds = AddressHolds(per_ip=1)
-    holds.take("a")
-    holds.give("a", 1.0)
-    holds.take("a")
-    holds.give("a", 11.0)
+    holds.take("a", 0.0)
+    holds.give("a", 0.0, 1.0)
+    holds.take("a", 5.0)
+    holds.give("a", 5.0, 11.0)
     assert holds.held("a") == 0
     assert holds.wait_s("a", 0.0) == (1.0 + 0.2 * 10.0) / 2
 

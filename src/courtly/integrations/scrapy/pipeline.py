@@ -70,7 +70,7 @@ class Pipeline:
         """This process's count; a shared crawl's scheduler puts its store's gate here."""
         self.holds = AddressHolds(per_ip)
         """Leases held per address, from :meth:`admit` to :meth:`release_ip`: the refill
-        task gives back a lease whose address has no room (its ``room`` is false)."""
+        task gives back a lease whose address has no room (``holds.room`` is false)."""
         self.freed_at: dict[str, float] = {}
         """Per host key: when this process last let its lease go (the spider done with
         its response, or the lease given back), for the start-lag statistic."""
@@ -105,7 +105,7 @@ class Pipeline:
         and it has a place there."""
         held.ip = ip
         if ip is not None:
-            self.holds.take(ip)
+            self.holds.take(ip, held.lease.host.next_allowed_at)
             held.address_at = self.clock.now()
         if not self.holdback.hold(held, held.lease.host.next_allowed_at):
             self._enter_gate(held)
@@ -142,7 +142,8 @@ class Pipeline:
             return
         ip, held.ip = held.ip, None
         if held.address_at is not None:
-            self.holds.give(ip, self.clock.now() - held.address_at)
+            due_at = held.lease.host.next_allowed_at
+            self.holds.give(ip, due_at, self.clock.now() - held.address_at)
             held.address_at = None
         successor = self.gate.release(ip)
         if successor is not None:

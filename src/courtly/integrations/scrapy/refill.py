@@ -302,11 +302,11 @@ class Refill:
                     self.stats.inc(f"blocked/{reason.replace(' ', '_')}")
                     pipe.finish(held, Outcome.no_request(self._clock.now()))
                     return
-            if ip is not None and not pipe.holds.room(ip):
+            now = self._clock.now()
+            if ip is not None and not pipe.holds.room(ip, now, pipe.gate.waiting_at(ip)):
                 # As many leases at this address as this process can start soon: back
                 # to the crawl untouched, its host held a moment (another process may
                 # take it; this one's next lease step does not take it again at once).
-                now = self._clock.now()
                 wait_s = pipe.holds.wait_s(ip, LEASE_AHEAD_S)
                 pipe.give_back(held, Outcome.deferred(now, wait_s, DelaySource.ADDRESS_BUSY))
                 self.stats.inc("address_busy")
