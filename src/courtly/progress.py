@@ -35,6 +35,7 @@ _SOURCE_WORDS = {
     "backoff": "back-off",
     "parked": "parked",
     "robots_unreachable": "robots.txt unreachable",
+    "address_busy": "address busy",
 }
 
 

@@ -109,6 +109,7 @@ SOURCE_LABELS = {
     "backoff": "back-off",
     "parked": "parked",
     "robots_unreachable": "robots.txt unreachable",
+    "address_busy": "address busy",
 }
 """What the page calls each delay source (its ``SOURCES``)."""
 

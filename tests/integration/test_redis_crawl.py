@@ -202,3 +202,65 @@ def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
     assert served - catalogued == set()
     fetched = sum(1 for row in rows if row["status"] is not None)
     assert fetched >= COVERAGE_FLOOR * len(served), (fetched, len(served))
+
+
+def one_address_spec() -> SandboxSpec:
+    """Eight hosts on one address, every one a little slow (20 ms an answer): with two
+    places at the address, requests wait for one there, as on a web of many virtual
+    hosts behind one server."""
+    return SandboxSpec(
+        n_sites=2,
+        hosts_per_site=4,
+        pages_per_host=60,
+        ips=1,
+        robots_variants=("rules", "missing", "wildcard", "token_open"),
+        slow_hosts=8,
+        slow_s=0.02,
+        flaky_hosts=0,
+        dead_hosts=0,
+        trap_hosts=0,
+        hostile_hosts=0,
+        special_pages=False,
+        external_links=False,
+    )
+
+
+FAIR_SHARE = 0.25
+"""The least share of the pages each of two processes fetches from a one-address web."""
+
+
+def test_two_fetchers_share_a_one_address_web(
+    tmp_path: Path, shared_crawl: tuple[str, str]
+) -> None:
+    """Two processes on one crawl of eight hosts behind one address (two places): each
+    holds leases only for hosts it can start soon, so neither takes every host while
+    its requests wait for the address, and both fetch a fair share, politely."""
+    store, crawl = shared_crawl
+    web = LiveWeb(one_address_spec(), tmp_path / "web")
+    states = [tmp_path / "a", tmp_path / "b"]
+    try:
+        codes = wait_all([start_fetcher(web, store, crawl, state) for state in states])
+        logs = [(state.parent / f"{state.name}.log").read_text() for state in states]
+        assert codes == [0, 0], logs
+        records = web.records()
+    finally:
+        web.stop()
+    report = audit(
+        records,
+        spec_or_truth=web.server.truth,
+        min_delay_s=MIN_DELAY_S,
+        per_ip_cap=PER_IP,
+        user_agent_token="courtly",
+        seeds=web.server.seeds,
+    )
+    print(report.summary())
+    assert report.violations == 0, report.summary()
+    assert report.max_in_flight_per_host == 1, report.summary()
+    assert report.max_in_flight_per_ip <= PER_IP, report.summary()
+    assert report.coverage >= COVERAGE_FLOOR, report.summary()
+    pages = [
+        json.loads((state / "status.json").read_text())["last_run"]["pages"] for state in states
+    ]
+    total = sum(pages)
+    assert total > 0
+    assert min(pages) >= FAIR_SHARE * total, pages

@@ -436,12 +436,9 @@ def test_two_processes_share_one_redis_frontier_politely(
         # Both queue their seeds once both are up: the one that started first would
         # otherwise crawl the small web alone while the other still imports Scrapy.
         together = [*shared, "--barrier", str(tmp_path / "barrier"), str(len(dirs))]
-        # A process leases up to twice CONCURRENT_REQUESTS hosts (16 with the spider's 8:
-        # all 8 of this web, while the one address lets 2 requests run): the first to lease could
-        # hold every host for the whole small crawl and the other fetch nothing. With 2,
-        # each holds at most 4, the address's cap still binds the pair, and sharing is what
-        # the audit below sees.
-        together += ["--set", "CONCURRENT_REQUESTS=2"]
+        # The spider's CONCURRENT_REQUESTS = 8 lets a process lease up to 16 hosts, all 8
+        # of this web; it holds at most 4 at their one address (its 2 places and 2
+        # waiting) and gives the rest back, so the other process has hosts to fetch.
         procs = [start_scrapy(web, workdir, together, oldest=oldest) for workdir in dirs]
         deadline = time.monotonic() + RUN_TIMEOUT_S + 30
         for proc in procs:
@@ -479,3 +476,68 @@ def test_two_processes_share_one_redis_frontier_politely(
     # (and the links both processes found), whichever process came second.
     dropped = sum(run.stat("courtly/dropped/duplicates_resumed") for run in runs)
     assert dropped >= len(web.seeds), [run.stats for run in runs]
+
+
+SLOW_ONE_ADDRESS_SPEC = replace(
+    SPEC,
+    pages_per_host=20,
+    ips=1,
+    robots_variants=("rules", "missing", "wildcard", "token_open"),
+    slow_hosts=8,
+    flaky_hosts=0,
+)
+"""Eight hosts on one address, each answering in 0.1 s: with 2 places there the address,
+not the hosts' gaps, bounds the crawl, and most leased requests wait for a place."""
+FAIR_SHARE = 0.25
+"""The least share of the responses each of two processes gets on that web."""
+
+
+@pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
+def test_two_processes_share_a_slow_one_address_web(tmp_path: Path) -> None:
+    """Each process holds leases only for hosts it can start soon: neither keeps every
+    host of the address while its requests wait there, and each gets a fair share."""
+    web = Web(SLOW_ONE_ADDRESS_SPEC, tmp_path / "web")
+    url, server = start_standalone()
+    try:
+        args = [
+            *courtly_args(tmp_path / "unused", per_ip=SHARED_PER_IP),
+            "--set",
+            "COURTLY_STATE=null",
+            "--set",
+            f"COURTLY_STORE={json.dumps(url)}",
+            "--set",
+            f"COURTLY_CRAWL_NAME={json.dumps(new_crawl_name('scrapy'))}",
+            "--barrier",
+            str(tmp_path / "barrier"),
+            "2",
+        ]
+        dirs = [tmp_path / "a", tmp_path / "b"]
+        procs = [start_scrapy(web, workdir, args) for workdir in dirs]
+        deadline = time.monotonic() + RUN_TIMEOUT_S + 30
+        for proc in procs:
+            try:
+                proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                for other in procs:
+                    other.kill()
+                    other.wait()
+                pytest.fail("Scrapy did not finish in time")
+        runs = [finished(proc, workdir) for proc, workdir in zip(procs, dirs, strict=True)]
+        records = web.records()
+    finally:
+        stop_server(server)
+        web.stop()
+    report = judge(web, records, per_ip=SHARED_PER_IP)
+    for run in runs:
+        assert run.returncode == 0, run.output[-3000:]
+        assert run.stats["finish_reason"] == "finished", run.output[-3000:]
+    assert report.violations == 0, report.summary()
+    assert report.max_in_flight_per_host == 1, report.summary()
+    assert report.max_in_flight_per_ip <= SHARED_PER_IP, report.summary()
+    assert report.coverage == 1.0, report.summary()
+    responses = [run.stat("downloader/response_count") for run in runs]
+    assert sum(responses) == len(records)
+    assert min(responses) >= FAIR_SHARE * sum(responses), (
+        responses,
+        [run.stat("courtly/address_busy") for run in runs],
+    )

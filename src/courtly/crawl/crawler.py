@@ -36,6 +36,7 @@ from courtly.crawl.wiring import (
 )
 from courtly.errors import InvalidURL, StateError
 from courtly.events import EventBus, HostStateChanged, RobotsResult, Tick, UrlsSkipped
+from courtly.fetch.address_holds import AddressHolds
 from courtly.fetch.config import FetchConfig
 from courtly.fetch.deadline import LEASE_MARGIN_S, REQUEST_NOT_AFTER
 from courtly.fetch.http_fetcher import HttpFetcher
@@ -44,7 +45,14 @@ from courtly.fetch.records import Fetcher
 from courtly.frontier.frontier import Candidate, Frontier
 from courtly.frontier.learnt import load_learnt, save_learnt
 from courtly.frontier.politeness import PolitenessConfig
-from courtly.frontier.records import AddStatus, FrontierCounts, Lease, Outcome, QueuedUrl
+from courtly.frontier.records import (
+    AddStatus,
+    DelaySource,
+    FrontierCounts,
+    Lease,
+    Outcome,
+    QueuedUrl,
+)
 from courtly.observe.observation import Observation
 from courtly.observe.status_file import StatusFile, TickToProgress, last_run_record
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
@@ -199,6 +207,13 @@ class Crawler:
             self._clock,
         )
         self._stop_grace_s = config.stop_grace_s if stop_grace_s is None else stop_grace_s
+        self._holds = AddressHolds(self._local_per_ip())
+        """Leases held per address (:mod:`courtly.fetch.address_holds`)."""
+        self._held_at: dict[asyncio.Task[None], tuple[str, float, float]] = {}
+        """Per fetch task counted in :attr:`_holds`: its address, its host's time and
+        when it started."""
+        self.addresses_busy = 0
+        """Leases given back untouched because their address had no room (this run)."""
         self._stopping = False
         self._stop_reason: str | None = None
         self._stop_detail: str | None = None
@@ -465,6 +480,12 @@ class Crawler:
         address does not keep a ready host on another address waiting. The fetcher
         wakes the dispatcher when a fetch starts to wait so.
 
+        A lease on a busy address where this process already holds as many leases as
+        it can start soon (its per-IP places and as many waiting:
+        :class:`~courtly.fetch.address_holds.AddressHolds`) is given back untouched,
+        its host held a moment (``address_busy``): another process of a shared crawl
+        may take it, and this one does not take it again at once.
+
         One task leases for all fetchers, so a completion or a host coming due wakes
         one task, not every idle fetcher (no thundering herd on the frontier). It
         waits only when every allowed fetcher is busy or no host is ready, and then
@@ -503,14 +524,14 @@ class Crawler:
                 if budget is not None:
                     budget.settle(len(batch.leases), 0)
                 break
-            if len(batch.leases) >= free and self._due_now(batch.leases) >= free:
+            now = self._clock.now()
+            started, busy = self._start_fetches(group, batch.leases, now)
+            if len(started) >= free and self._due_now(started) >= free:
                 # hosts due now filled every free fetcher (not hosts leased ahead: they
                 # would have been leased in time anyway)
                 scaler.note_capped()
-            now = self._clock.now()
-            for lease in batch.leases:
-                self.ready_waits.leased(lease, now)
-                fetches.start(group, lease, self._process)
+            if busy:
+                await self._give_back_busy(busy, now)
             self._note_free()
             if batch.leases:
                 continue
@@ -539,6 +560,55 @@ class Crawler:
         woken (tests hook it to check that no fetcher waits while a host is ready)."""
         await idle(self._wake, self._clock, wait_s)
 
+    def _start_fetches(
+        self, group: asyncio.TaskGroup, leases: Sequence[Lease], now: float
+    ) -> tuple[list[Lease], list[tuple[Lease, str]]]:
+        """Start a fetch for each lease whose address has room here; the leases
+        started, and those not (with their address)."""
+        holds, fetches, http = self._holds, self._fetches, self._http
+        started: list[Lease] = []
+        busy: list[tuple[Lease, str]] = []
+        for lease in leases:
+            ip = self._known_address(lease)
+            due_at = lease.host.next_allowed_at
+            if ip is not None:
+                assert http is not None  # only an HTTP fetcher knows addresses
+                if not holds.room(ip, now, http.waiting_at(ip)):
+                    busy.append((lease, ip))
+                    continue
+                holds.take(ip, due_at)
+            self.ready_waits.leased(lease, now)
+            task = fetches.start(group, lease, self._process)
+            if ip is not None:
+                self._held_at[task] = (ip, due_at, now)
+            started.append(lease)
+        return started, busy
+
+    async def _give_back_busy(self, busy: Sequence[tuple[Lease, str]], now: float) -> None:
+        """Give back, untouched, leases whose address holds as many leases of this
+        process as it can start soon; each host waits a moment (``address_busy``)."""
+        budget = self._claims.budget
+        if budget is not None:
+            budget.settle(len(busy), 0)
+        self.addresses_busy += len(busy)
+        for lease, ip in busy:
+            wait_s = self._holds.wait_s(ip, self._ahead_s)
+            await self.frontier.release(
+                lease, Outcome.deferred(now, wait_s, DelaySource.ADDRESS_BUSY)
+            )
+
+    def _known_address(self, lease: Lease) -> str | None:
+        """The address ``lease``'s request would go to, if this process's fetcher knows
+        it without a lookup (``None``: unknown, or not an HTTP fetcher)."""
+        http = self._http
+        if http is None:
+            return None
+        try:
+            host = authority_of(lease.url)[1]
+        except InvalidURL:
+            return None
+        return http.known_address(host)
+
     def _due_now(self, leases: Sequence[Lease]) -> int:
         """How many of ``leases`` were due at once (not taken ahead of their time)."""
         now = self._clock.now()
@@ -553,6 +623,10 @@ class Crawler:
         self.ready_waits.note(self._clock.now(), self._free())
 
     def _fetch_ended(self, task: asyncio.Task[None]) -> None:
+        held = self._held_at.pop(task, None)
+        if held is not None:
+            ip, due_at, started_at = held
+            self._holds.give(ip, due_at, self._clock.now() - started_at)
         self._note_free()
 
     def _news(self) -> None:

@@ -63,14 +63,16 @@ class Fetches:
         group: asyncio.TaskGroup,
         lease: Lease,
         process: Callable[[Lease], Coroutine[Any, Any, None]],
-    ) -> None:
-        """Run ``process(lease)`` as a task of ``group``, holding a ``--max-pages`` unit."""
+    ) -> asyncio.Task[None]:
+        """Run ``process(lease)`` as a task of ``group``, holding a ``--max-pages`` unit;
+        the task (it ends no earlier than the caller's next ``await``)."""
         self.in_flight += 1
         task = group.create_task(process(lease))
         self.tasks.add(task)
         self._lease_of[task] = lease
         self.claims.hold(task)
         task.add_done_callback(self._done)
+        return task
 
     def _done(self, task: asyncio.Task[None]) -> None:
         """A fetch task ended (done, failed, or cancelled even before it began): its slot

@@ -97,13 +97,15 @@ def _received_at(response: aiohttp.ClientResponse) -> float | None:
 
 
 class _IpSlot:
-    """The per-IP semaphore and the number of requests holding or awaiting it."""
+    """The per-IP semaphore, the number of requests holding or awaiting it, and the
+    number of those that found it taken and wait for it."""
 
-    __slots__ = ("semaphore", "users")
+    __slots__ = ("semaphore", "users", "waiting")
 
     def __init__(self, limit: int) -> None:
         self.semaphore = asyncio.Semaphore(limit)
         self.users = 0
+        self.waiting = 0
 
 
 class HttpFetcher:
@@ -259,6 +261,30 @@ class HttpFetcher:
             refused.append(f"{address} ({reason})")
         raise BlockedAddress(f"{key}: every address is blocked: {', '.join(refused)}")
 
+    def known_address(self, host: str) -> str | None:
+        """The address a request to ``host`` would go to, if known without a lookup
+        (a request in flight pins it, or the DNS cache holds a live answer); else
+        ``None``. Never resolves, never raises."""
+        key = normalise_host_name(host)
+        pin = self._pins.get(key)
+        if pin is not None:
+            return pin.ip
+        addresses = self.dns.cached(key)
+        if not addresses:
+            return None
+        if self.config.allow_private_networks:
+            return addresses[0]
+        memo = self._picks.get(key)
+        if memo is not None and memo[0] is addresses:
+            return memo[1]
+        return None
+
+    def waiting_at(self, ip: str) -> int:
+        """Requests now waiting for a slot of ``ip`` (the per-IP cap; not yet sending):
+        the part of :attr:`waiting_for_ip` at that address."""
+        slot = self._slots.get(ip)
+        return 0 if slot is None else slot.waiting
+
     async def _address_for(self, host: str) -> str:
         pin = self._pins.get(normalise_host_name(host))
         if pin is not None:
@@ -318,12 +344,14 @@ class HttpFetcher:
             semaphore = slot.semaphore
             if semaphore.locked():  # the address is at its cap: wait for a slot
                 self.waiting_for_ip += 1
+                slot.waiting += 1
                 try:
                     if self._on_ip_wait is not None:
                         self._on_ip_wait()
                     await semaphore.acquire()
                 finally:
                     self.waiting_for_ip -= 1
+                    slot.waiting -= 1
             else:
                 await semaphore.acquire()
             try:

@@ -192,7 +192,7 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
         until = outcome.ended_at + max(0.0, outcome.retry_after_s or 0.0)
         if until <= state.next_allowed_at:
             return state
-        return replace(state, next_allowed_at=until, delay_source=DelaySource.ROBOTS_UNREACHABLE)
+        return replace(state, next_allowed_at=until, delay_source=outcome.delay_source)
     elapsed = outcome.elapsed_s
     crawl_delay = (
         outcome.crawl_delay_s if outcome.crawl_delay_s is not None else state.crawl_delay_s

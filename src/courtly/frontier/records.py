@@ -79,6 +79,10 @@ class DelaySource(enum.StrEnum):
     """A parking interval after ``park_after_errors`` failures in a row."""
     ROBOTS_UNREACHABLE = "robots_unreachable"
     """robots.txt could not be fetched: the host waits for the next robots.txt retry."""
+    ADDRESS_BUSY = "address_busy"
+    """A process leased the host while it held as many leases at the host's address as
+    it can start soon (:mod:`courtly.fetch.address_holds`): it gave the lease back
+    untouched, and the host waits a moment for any process to lease it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +166,8 @@ class Outcome:
 
     ``started_at``/``ended_at`` bound the exchange (epoch seconds);
     ``retry_after_s`` is a parsed ``Retry-After`` (seconds from ``ended_at``);
-    ``crawl_delay_s`` the robots.txt Crawl-delay in force for the host, if any.
+    ``crawl_delay_s`` the robots.txt Crawl-delay in force for the host, if any;
+    ``delay_source`` (``DEFERRED`` only) what the host's wait is recorded as.
     """
 
     kind: OutcomeKind
@@ -171,6 +176,7 @@ class Outcome:
     status: int | None = None
     retry_after_s: float | None = None
     crawl_delay_s: float | None = None
+    delay_source: DelaySource = DelaySource.ROBOTS_UNREACHABLE
 
     @property
     def elapsed_s(self) -> float:
@@ -181,9 +187,12 @@ class Outcome:
         return cls(OutcomeKind.NO_REQUEST, at, at)
 
     @classmethod
-    def deferred(cls, at: float, wait_s: float) -> Outcome:
-        """Hold the host ``wait_s`` seconds from ``at`` without a request."""
-        return cls(OutcomeKind.DEFERRED, at, at, retry_after_s=wait_s)
+    def deferred(
+        cls, at: float, wait_s: float, source: DelaySource = DelaySource.ROBOTS_UNREACHABLE
+    ) -> Outcome:
+        """Hold the host ``wait_s`` seconds from ``at`` without a request (never less
+        than its politeness state already asks); the wait is recorded as ``source``."""
+        return cls(OutcomeKind.DEFERRED, at, at, retry_after_s=wait_s, delay_source=source)
 
     @classmethod
     def from_status(

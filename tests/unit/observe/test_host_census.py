@@ -123,7 +123,7 @@ def test_the_kept_tops_equal_a_full_sort_after_every_change() -> None:
 
 
 def waiting_for_each_source() -> Observation:
-    """One host waiting for each delay source (the 7 terms of ``DelaySource``)."""
+    """One host waiting for each delay source (the 8 terms of ``DelaySource``)."""
     obs = Observation()
     for source in DelaySource:
         key = f"{source.value.replace('_', '-')}.test"
@@ -134,7 +134,7 @@ def waiting_for_each_source() -> Observation:
 
 
 async def test_every_reason_a_host_can_wait_is_shown_by_name() -> None:
-    assert len(DelaySource) == 7 and tuple(s.value for s in DelaySource) == DELAY_SOURCES
+    assert len(DelaySource) == 8 and tuple(s.value for s in DelaySource) == DELAY_SOURCES
     obs = waiting_for_each_source()
     # /api/hosts: each host's row names its source
     source = LiveSource(lambda: T0 + 1, obs.hosts)

@@ -33,6 +33,10 @@ class AddressGate(Protocol[T]):
         """Free one place at ``ip``; the waiting item that takes it, if this gate says."""
         ...
 
+    def waiting_at(self, ip: str) -> int:
+        """Items waiting for a place at ``ip`` now."""
+        ...
+
     def drain_waiting(self) -> list[T]:
         """Remove and return every waiting item (at close)."""
         ...
@@ -78,6 +82,11 @@ class IpGate(Generic[T]):
 
     def in_flight(self, ip: str) -> int:
         return self._in_flight.get(ip, 0)
+
+    def waiting_at(self, ip: str) -> int:
+        """Items held back at ``ip``."""
+        waiting = self._waiting.get(ip)
+        return len(waiting) if waiting else 0
 
     def waiting(self) -> int:
         """Items held back at all addresses."""

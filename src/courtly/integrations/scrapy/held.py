@@ -45,6 +45,9 @@ class Held:
     """When the host came due while the scheduler was waiting for it (start-lag statistic)."""
     leased_at: float | None = None
     """When the refill task got its lease (after ``owed_at`` if the lease came late)."""
+    address_at: float | None = None
+    """When it was counted at its address (:class:`~courtly.fetch.address_holds.AddressHolds`),
+    until its place there is freed."""
     gate_wait_s: float = 0.0
     """How long it waited for a place at its address (the per-IP cap)."""
     gated_at: float | None = None

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from scrapy import Request
 
 from courtly.clock import Clock
+from courtly.fetch.address_holds import AddressHolds
 from courtly.frontier import Outcome
 from courtly.integrations.scrapy.gate import AddressGate, IpGate
 from courtly.integrations.scrapy.held import Add, Held, Step
@@ -67,6 +68,9 @@ class Pipeline:
         self._from_timer = False
         self.gate: AddressGate[Held] = IpGate(per_ip)
         """This process's count; a shared crawl's scheduler puts its store's gate here."""
+        self.holds = AddressHolds(per_ip)
+        """Leases held per address, from :meth:`admit` to :meth:`release_ip`: the refill
+        task gives back a lease whose address has no room (``holds.room`` is false)."""
         self.freed_at: dict[str, float] = {}
         """Per host key: when this process last let its lease go (the spider done with
         its response, or the lease given back), for the start-lag statistic."""
@@ -100,6 +104,9 @@ class Pipeline:
         """Let ``held`` go to its address ``ip`` (``None``: unknown) once its host is due
         and it has a place there."""
         held.ip = ip
+        if ip is not None:
+            self.holds.take(ip, held.lease.host.next_allowed_at)
+            held.address_at = self.clock.now()
         if not self.holdback.hold(held, held.lease.host.next_allowed_at):
             self._enter_gate(held)
 
@@ -134,6 +141,10 @@ class Pipeline:
         if held.ip is None:
             return
         ip, held.ip = held.ip, None
+        if held.address_at is not None:
+            due_at = held.lease.host.next_allowed_at
+            self.holds.give(ip, due_at, self.clock.now() - held.address_at)
+            held.address_at = None
         successor = self.gate.release(ip)
         if successor is not None:
             self.admitted(successor)

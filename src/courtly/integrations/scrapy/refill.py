@@ -40,6 +40,7 @@ from courtly.clock import Clock
 from courtly.errors import InvalidURL, StateError
 from courtly.fetch.guard import is_blocked_address
 from courtly.frontier import AddStatus, Frontier, Lease, Outcome
+from courtly.frontier.records import DelaySource
 from courtly.integrations.scrapy.addresses import Addresses
 from courtly.integrations.scrapy.held import Held, Step
 from courtly.integrations.scrapy.keys import payload_id_of
@@ -301,6 +302,15 @@ class Refill:
                     self.stats.inc(f"blocked/{reason.replace(' ', '_')}")
                     pipe.finish(held, Outcome.no_request(self._clock.now()))
                     return
+            now = self._clock.now()
+            if ip is not None and not pipe.holds.room(ip, now, pipe.gate.waiting_at(ip)):
+                # As many leases at this address as this process can start soon: back
+                # to the crawl untouched, its host held a moment (another process may
+                # take it; this one's next lease step does not take it again at once).
+                wait_s = pipe.holds.wait_s(ip, LEASE_AHEAD_S)
+                pipe.give_back(held, Outcome.deferred(now, wait_s, DelaySource.ADDRESS_BUSY))
+                self.stats.inc("address_busy")
+                return
             pipe.admit(held, ip)
         finally:
             pipe.admitting -= 1

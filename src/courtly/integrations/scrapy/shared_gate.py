@@ -46,17 +46,22 @@ class SharedIpGate(Generic[T]):
         self._spawn = spawn
         self._on_admit = on_admit
         self._waiting: dict[int, T] = {}
+        self._waiting_at: dict[str, int] = {}
         self._holding: dict[str, deque[asyncio.Future[None]]] = {}
 
     def admit(self, ip: str, item: T) -> bool:
         """Always ``False``: ``item`` goes to ``on_admit`` once it has a place."""
         self._waiting[id(item)] = item
+        self._count(ip, 1)  # counted at once: the task asks for a place later
         self._spawn(self._hold(ip, item))
         return False
 
     async def _hold(self, ip: str, item: T) -> None:
+        counted = True
         try:
             async with self._places.hold(ip):
+                self._count(ip, -1)
+                counted = False
                 if self._waiting.pop(id(item), None) is None:
                     return  # drained while it waited (the scheduler is closing)
                 freed = asyncio.get_running_loop().create_future()
@@ -64,7 +69,17 @@ class SharedIpGate(Generic[T]):
                 self._on_admit(item)
                 await freed
         finally:
+            if counted:
+                self._count(ip, -1)
             self._waiting.pop(id(item), None)
+
+    def _count(self, ip: str, delta: int) -> None:
+        """``delta`` more items wait for a place at ``ip``."""
+        left = self._waiting_at.get(ip, 0) + delta
+        if left > 0:
+            self._waiting_at[ip] = left
+        else:
+            self._waiting_at.pop(ip, None)
 
     def release(self, ip: str) -> T | None:
         """Free the oldest place this process holds at ``ip``; ``None`` (the next item
@@ -81,6 +96,11 @@ class SharedIpGate(Generic[T]):
     def waiting(self) -> int:
         """Items waiting for a place."""
         return len(self._waiting)
+
+    def waiting_at(self, ip: str) -> int:
+        """Items of this process waiting for a place at ``ip`` (taking one is a round
+        trip: an item counts until it has its place)."""
+        return self._waiting_at.get(ip, 0)
 
     def drain_waiting(self) -> list[T]:
         items = list(self._waiting.values())

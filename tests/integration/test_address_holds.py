@@ -1,0 +1,114 @@
+"""One process on a web of many hosts behind one address holds leases only for the
+hosts it can start soon: while its requests wait for a place at the address, no more
+than its per-IP places and as many waiting.
+
+Each lease the dispatcher starts is checked against the fetches out (every host is on
+the one address) and the fetcher's count of requests waiting for a place; the
+sandbox's request log is audited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from courtly.crawl import Crawler
+from courtly.event_loop import run_async
+from courtly.fetch.address_holds import holds_per_address
+from courtly.frontier.records import Lease
+from courtly.sandbox import SandboxSpec, audit
+
+if TYPE_CHECKING:
+    from tests.integration.conftest import (
+        MIN_DELAY_S,
+        PER_IP,
+        LiveWeb,
+        assert_polite,
+        crawl_config,
+    )
+else:  # tests/integration is no package: pytest imports its conftest as "conftest"
+    from conftest import MIN_DELAY_S, PER_IP, LiveWeb, assert_polite, crawl_config
+
+pytestmark = pytest.mark.integration
+
+
+def one_address_spec() -> SandboxSpec:
+    """Eight slow hosts (20 ms an answer) behind one address: requests queue there."""
+    return SandboxSpec(
+        n_sites=2,
+        hosts_per_site=4,
+        pages_per_host=25,
+        ips=1,
+        robots_variants=("rules", "missing", "wildcard", "token_open"),
+        slow_hosts=8,
+        slow_s=0.02,
+        flaky_hosts=0,
+        dead_hosts=0,
+        trap_hosts=0,
+        hostile_hosts=0,
+        special_pages=False,
+        external_links=False,
+    )
+
+
+class _Watched(Crawler):
+    """Checks each lease the dispatcher starts against the fetches it has out (all on
+    the web's one address) and the requests waiting for a place there."""
+
+    started = 0
+    started_while_busy = 0
+    """Leases started while this process had its places and as many more out at the
+    address, and requests of its own waited there."""
+
+    def _start_fetches(
+        self, group: asyncio.TaskGroup, leases: Sequence[Lease], now: float
+    ) -> tuple[list[Lease], list[tuple[Lease, str]]]:
+        started: list[Lease] = []
+        busy: list[tuple[Lease, str]] = []
+        assert self._http is not None
+        for lease in leases:
+            out = self._in_flight
+            waiting = self._http.waiting_for_ip
+            one_started, one_busy = super()._start_fetches(group, [lease], now)
+            if one_started:
+                self.started += 1
+                if out >= holds_per_address(PER_IP) and waiting > 0:
+                    self.started_while_busy += 1
+            started += one_started
+            busy += one_busy
+        return started, busy
+
+
+def test_one_process_holds_no_more_hosts_of_an_address_than_it_can_start(
+    tmp_path: Path,
+) -> None:
+    web = LiveWeb(one_address_spec(), tmp_path / "web")
+    try:
+        # 16 fetchers: without the rule every ready host of the address is leased
+        config = crawl_config(web, tmp_path / "state", concurrency=16, store="memory")
+        crawler = _Watched(config)
+        snapshot = run_async(crawler.run())
+        records = web.records()
+    finally:
+        web.stop()
+    report = audit(
+        records,
+        spec_or_truth=web.server.truth,
+        min_delay_s=MIN_DELAY_S,
+        per_ip_cap=PER_IP,
+        user_agent_token="courtly",
+        seeds=web.server.seeds,
+    )
+    print(report.summary())
+    assert_polite(report)
+    assert snapshot.stop_reason == "done"
+    assert report.coverage == 1.0, report.summary()
+    assert crawler.started >= report.hosts  # the check saw the crawl's leases
+    # 8 hosts and 16 fetchers: without the rule, every ready host is leased while the
+    # requests out wait for the address
+    assert crawler.started_while_busy == 0
+    assert crawler.addresses_busy > 0  # hosts were given back for their address
