@@ -26,7 +26,7 @@ from typing import Any
 from courtly.clock import Clock, SystemClock
 from courtly.events import Event, HostStateChanged
 from courtly.frontier.frontier import Frontier
-from courtly.frontier.politeness import politeness_delay_s
+from courtly.frontier.politeness import delay_source, politeness_delay_s
 from courtly.frontier.records import Lease, Outcome
 from courtly.page_budget import FetchClaims
 
@@ -104,9 +104,10 @@ class Fetches:
         for lease in leases:
             host = lease.host
             elapsed = max(0.0, now - lease.leased_at)  # a lease taken ahead may not have begun
-            gap = politeness_delay_s(elapsed, host.crawl_delay_s, host.backoff_s, cfg)
+            terms = (elapsed, host.crawl_delay_s, host.backoff_s, cfg)
+            outcome = Outcome.deferred(now, politeness_delay_s(*terms), delay_source(*terms))
             with contextlib.suppress(Exception):  # fenced if it had ended: nothing to do
-                await frontier.release(lease, Outcome.deferred(now, gap))
+                await frontier.release(lease, outcome)
 
 
 async def idle(wake: asyncio.Event, clock: Clock, wait_s: float) -> None:
