@@ -198,3 +198,24 @@ class LeapingClock(SystemClock):
         # No event to wait on: a leap moves the clock, and ends the sleep within 50 ms.
         while (left_s := deadline - self.now()) > 0:  # noqa: ASYNC110
             await asyncio.sleep(min(left_s, 0.05))
+
+
+def one_address_spec(pages_per_host: int) -> SandboxSpec:
+    """Eight hosts behind one address, every one a little slow (20 ms an answer): with two
+    places at the address, requests wait for one there, as on a web of many virtual hosts
+    behind one server."""
+    return SandboxSpec(
+        n_sites=2,
+        hosts_per_site=4,
+        pages_per_host=pages_per_host,
+        ips=1,
+        robots_variants=("rules", "missing", "wildcard", "token_open"),
+        slow_hosts=8,
+        slow_s=0.02,
+        flaky_hosts=0,
+        dead_hosts=0,
+        trap_hosts=0,
+        hostile_hosts=0,
+        special_pages=False,
+        external_links=False,
+    )

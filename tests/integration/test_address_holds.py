@@ -20,7 +20,7 @@ from courtly.crawl import Crawler
 from courtly.event_loop import run_async
 from courtly.fetch.address_holds import holds_per_address
 from courtly.frontier.records import Lease
-from courtly.sandbox import SandboxSpec, audit
+from courtly.sandbox import audit
 
 if TYPE_CHECKING:
     from tests.integration.conftest import (
@@ -29,30 +29,19 @@ if TYPE_CHECKING:
         LiveWeb,
         assert_polite,
         crawl_config,
+        one_address_spec,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import MIN_DELAY_S, PER_IP, LiveWeb, assert_polite, crawl_config
+    from conftest import (
+        MIN_DELAY_S,
+        PER_IP,
+        LiveWeb,
+        assert_polite,
+        crawl_config,
+        one_address_spec,
+    )
 
 pytestmark = pytest.mark.integration
-
-
-def one_address_spec() -> SandboxSpec:
-    """Eight slow hosts (20 ms an answer) behind one address: requests queue there."""
-    return SandboxSpec(
-        n_sites=2,
-        hosts_per_site=4,
-        pages_per_host=25,
-        ips=1,
-        robots_variants=("rules", "missing", "wildcard", "token_open"),
-        slow_hosts=8,
-        slow_s=0.02,
-        flaky_hosts=0,
-        dead_hosts=0,
-        trap_hosts=0,
-        hostile_hosts=0,
-        special_pages=False,
-        external_links=False,
-    )
 
 
 class _Watched(Crawler):
@@ -86,7 +75,7 @@ class _Watched(Crawler):
 def test_one_process_holds_no_more_hosts_of_an_address_than_it_can_start(
     tmp_path: Path,
 ) -> None:
-    web = LiveWeb(one_address_spec(), tmp_path / "web")
+    web = LiveWeb(one_address_spec(25), tmp_path / "web")
     try:
         # 16 fetchers: without the rule every ready host of the address is leased
         config = crawl_config(web, tmp_path / "state", concurrency=16, store="memory")

@@ -33,9 +33,15 @@ from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec, audit
 from courtly.store.redis.address import connect
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import MIN_DELAY_S, PER_IP, LiveWeb, crawl_flags
+    from tests.integration.conftest import (
+        MIN_DELAY_S,
+        PER_IP,
+        LiveWeb,
+        crawl_flags,
+        one_address_spec,
+    )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import MIN_DELAY_S, PER_IP, LiveWeb, crawl_flags
+    from conftest import MIN_DELAY_S, PER_IP, LiveWeb, crawl_flags, one_address_spec
 
 pytestmark = [
     pytest.mark.integration,
@@ -204,27 +210,6 @@ def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
     assert fetched >= COVERAGE_FLOOR * len(served), (fetched, len(served))
 
 
-def one_address_spec() -> SandboxSpec:
-    """Eight hosts on one address, every one a little slow (20 ms an answer): with two
-    places at the address, requests wait for one there, as on a web of many virtual
-    hosts behind one server."""
-    return SandboxSpec(
-        n_sites=2,
-        hosts_per_site=4,
-        pages_per_host=60,
-        ips=1,
-        robots_variants=("rules", "missing", "wildcard", "token_open"),
-        slow_hosts=8,
-        slow_s=0.02,
-        flaky_hosts=0,
-        dead_hosts=0,
-        trap_hosts=0,
-        hostile_hosts=0,
-        special_pages=False,
-        external_links=False,
-    )
-
-
 FAIR_SHARE = 0.25
 """The least share of the pages each of two processes fetches from a one-address web."""
 
@@ -236,7 +221,7 @@ def test_two_fetchers_share_a_one_address_web(
     holds leases only for hosts it can start soon, so neither takes every host while
     its requests wait for the address, and both fetch a fair share, politely."""
     store, crawl = shared_crawl
-    web = LiveWeb(one_address_spec(), tmp_path / "web")
+    web = LiveWeb(one_address_spec(60), tmp_path / "web")
     states = [tmp_path / "a", tmp_path / "b"]
     try:
         codes = wait_all([start_fetcher(web, store, crawl, state) for state in states])
