@@ -36,6 +36,7 @@ _SOURCE_WORDS = {
     "parked": "parked",
     "robots_unreachable": "robots.txt unreachable",
     "address_busy": "address busy",
+    "resumed": "resumed after a crash",
 }
 
 

@@ -14,7 +14,7 @@ from courtly.config import CrawlConfig
 from courtly.fetch.ip_gate import IpGate
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import FrontierConfig, QueueConfig, default_inactive_after_s
-from courtly.frontier.politeness import PolitenessConfig
+from courtly.frontier.politeness import PolitenessConfig, lost_answer_hold_s
 from courtly.frontier.seen import BloomSeenSet
 from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
@@ -40,9 +40,10 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
     from courtly.store.sqlite import SqliteStore  # the SQLite backend is optional at import
 
     config.state_dir.mkdir(parents=True, exist_ok=True)
-    # After a crash, hosts in flight (or completed in the last commit window) have no
-    # stored next-allowed time for their last request: hold every host for one
-    # minimum delay from the moment of resuming, which is after that request ended.
+    # After a crash, hosts fetched in the last commit window have no stored next-allowed
+    # time for their last request: hold every host for one minimum delay from the moment
+    # of resuming, which is after that request ended; a host leased at the crash may
+    # have lost an answer that asked for more (Retry-After): it waits as after a failure.
     # "crash": the steps of one pass of the event loop (the pages whose responses came in
     # together) share a commit, made before the loop next waits for I/O.
     crash = config.durability == "crash"
@@ -50,6 +51,7 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
         config.state_dir / "frontier.sqlite3",
         queues,
         resume_guard_s=config.min_delay_s,
+        resume_in_flight_s=lost_answer_hold_s(frontier_config(config).politeness),
         commit_interval_s=0.0 if crash else 0.2,
         commit_per_pass=crash,
         synchronous="normal" if crash else "full",

@@ -36,6 +36,7 @@ __all__ = [
     "apply_outcome",
     "delay_source",
     "is_parked",
+    "lost_answer_hold_s",
     "parse_retry_after",
     "politeness_delay_s",
 ]
@@ -97,6 +98,14 @@ class PolitenessConfig:
             raise ValueError("dead_after_failures must be >= 1")
         if self.max_attempts < 1:
             raise ValueError("max_attempts must be >= 1")
+
+
+def lost_answer_hold_s(cfg: PolitenessConfig) -> float:
+    """How long a host waits after a request whose answer was lost (the crawl died
+    between sending it and storing its end): as after a failed fetch,
+    ``error_backoff_s``, and never less than ``min_delay_s``. That answer may have
+    carried a longer ``Retry-After``, which nothing can know."""
+    return max(cfg.error_backoff_s, cfg.min_delay_s)
 
 
 def politeness_delay_s(

@@ -83,6 +83,11 @@ class DelaySource(enum.StrEnum):
     """A process leased the host while it held as many leases at the host's address as
     it can start soon (:mod:`courtly.fetch.address_holds`): it gave the lease back
     untouched, and the host waits a moment for any process to lease it."""
+    RESUMED = "resumed"
+    """The host had a request in flight when the crawl stopped without a clean close:
+    that answer, and any pause it asked for, may be lost, so after the resume the host
+    waits as after a failed fetch
+    (:func:`~courtly.frontier.politeness.lost_answer_hold_s`)."""
 
 
 @dataclass(frozen=True, slots=True)

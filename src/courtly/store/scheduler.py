@@ -76,7 +76,7 @@ from __future__ import annotations
 import enum
 import heapq
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final, Protocol
 
 from courtly.archive.catalogue import CatalogueEntry
@@ -327,6 +327,10 @@ class Scheduler:
         """True while the host has a back queue (active or inactive) or a lease."""
         return host_key in self._held
 
+    def leased(self, host_key: str) -> bool:
+        """True while the host has a live lease (a store writes it with the host's row)."""
+        return host_key in self._leases
+
     # -- steps ----------------------------------------------------------------------
 
     def add(
@@ -574,9 +578,12 @@ class Scheduler:
         self._seq += 1
         self._wake.append((next_allowed_at, self._seq, host_key))
 
-    def hold_until(self, floor_at: float) -> None:
-        """Serve no host before ``floor_at`` (after a resume: see the SQLite store)."""
+    def hold_until(self, floor_at: float, hosts: Mapping[str, float] | None = None) -> None:
+        """Serve no host before ``floor_at``, nor a host of ``hosts`` before its own time
+        there (after a resume: see the SQLite store). Call it with the hosts' rows
+        already showing those times."""
         self._floor_at = floor_at
+        own = hosts or {}
         held = self._held
         for _, _, seq, key in self._due:
             if held[key].due == seq:  # due now, held until the floor like the rest
@@ -585,8 +592,8 @@ class Scheduler:
         self._due.clear()
         self._due_live = 0
         self._due_order.clear()
-        self._ready = [(max(at, floor_at), seq, key) for at, seq, key in self._ready]
-        self._wake = [(max(at, floor_at), seq, key) for at, seq, key in self._wake]
+        self._ready = [(max(at, floor_at, own.get(k, at)), seq, k) for at, seq, k in self._ready]
+        self._wake = [(max(at, floor_at, own.get(k, at)), seq, k) for at, seq, k in self._wake]
         heapq.heapify(self._ready)
         heapq.heapify(self._wake)
 
@@ -603,6 +610,7 @@ class Scheduler:
         state = self._rows.host(key).state
         lease = Lease(self.token, key, url, depth, now_at, expires_at, state, attempts)
         self._leases[key] = lease
+        self._rows.host_changed(key)  # now leased: a persistent store writes that down
         heapq.heappush(self._expiry, (expires_at, self.token, key))
         return lease
 
@@ -754,6 +762,7 @@ class Scheduler:
                 continue  # ended in time
             del self._leases[key]
             del self._handles[key]
+            self._rows.host_changed(key)  # no longer leased
             self._back_size += 1
             state = self._rows.host(key).state
             self._place(key, self._held[key], max(state.next_allowed_at, now_at), now_at)

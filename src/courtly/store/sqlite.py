@@ -47,6 +47,18 @@ ceiling, so tokens keep increasing across restarts. A host may have been
 fetched in the last commit window without its new ``next_allowed_at`` being
 committed, so after a resume no host is served before ``first now_at seen +
 resume_guard_s``: pass the crawl's minimum politeness delay.
+
+A host's row also says whether it was leased when written (``hosts.leased``): a
+lease marks its host's row changed, and the end or expiry of the lease marks it
+again. A host whose committed row still says leased may have been answered in
+the lost window, and that answer may have asked for a longer pause (a 429/503
+with ``Retry-After``, an error's back-off) that nothing kept: after a resume it
+waits ``resume_in_flight_s`` from the first ``now_at`` seen (pass the crawl's
+:func:`~courtly.frontier.politeness.lost_answer_hold_s`), its delay source
+``resumed``. With ``commit_per_pass`` the lease's commit is made at the end of
+the pass that leased, before the request can be sent; with a commit interval a
+lease may go uncommitted for up to that interval, and a crash in it leaves its
+host only ``resume_guard_s``.
 """
 
 from __future__ import annotations
@@ -59,7 +71,7 @@ import sqlite3
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -119,7 +131,7 @@ _FRONT_INSERT: Final = "INSERT INTO front (level, id, host_key, depth, url) VALU
 _HOST_UPSERT: Final = (
     "INSERT OR REPLACE INTO hosts (host_key, next_allowed_at, last_fetch_s, latency_baseline_s, "
     "backoff_s, error_streak, parks, requests_made, crawl_delay_s, retired, queued, "
-    "delay_source, last_status) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "delay_source, last_status, leased) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _HOST_SELECT: Final = (
     "SELECT next_allowed_at, last_fetch_s, latency_baseline_s, backoff_s, error_streak, parks, "
@@ -421,7 +433,8 @@ class _SqliteRows:
                     self.seen_tail += len(rows)
                 rows.clear()
 
-    def write_hosts(self) -> None:
+    def write_hosts(self, leased: Callable[[str], bool]) -> None:
+        """Write the changed host rows; ``leased(key)``: whether the host has a lease now."""
         if not self.dirty:
             return
         hosts = self.hosts
@@ -444,6 +457,7 @@ class _SqliteRows:
                     row.queued,
                     s.delay_source.value,
                     s.last_status,
+                    leased(key),
                 )
             )
         self._db.executemany(_HOST_UPSERT, rows)
@@ -480,7 +494,9 @@ class SqliteStore:
     it cut short (outside a running loop, every step commits at once).
     ``synchronous`` is ``"full"`` (survives power loss) or ``"normal"``
     (survives process crashes). ``resume_guard_s``: after a resume, no host is
-    leased before the first ``now_at`` seen plus this many seconds.
+    leased before the first ``now_at`` seen plus this many seconds;
+    ``resume_in_flight_s``: nor a host that had a lease at the crash before that
+    ``now_at`` plus this many (see the module doc).
     ``host_cache_size`` bounds the cached host rows beyond the held hosts;
     ``cache_bytes`` is SQLite's page cache.
 
@@ -501,18 +517,23 @@ class SqliteStore:
         commit_per_pass: bool = False,
         synchronous: Literal["normal", "full"] = "full",
         resume_guard_s: float = 0.0,
+        resume_in_flight_s: float = 0.0,
         host_cache_size: int = 100_000,
         seen_checkpoint_urls: int = 500_000,
         cache_bytes: int = 64 << 20,
     ) -> None:
-        if commit_interval_s < 0 or resume_guard_s < 0:
-            raise ValueError("commit_interval_s and resume_guard_s must be >= 0")
+        if min(commit_interval_s, resume_guard_s, resume_in_flight_s) < 0:
+            raise ValueError(
+                "commit_interval_s, resume_guard_s and resume_in_flight_s must be >= 0"
+            )
         self._path = Path(path)
         self._cfg = queues or QueueConfig()
         self._commit_interval_s = commit_interval_s
         self._commit_max_ops = max(1, commit_max_ops)
         self._commit_per_pass = commit_per_pass and commit_interval_s == 0
         self._resume_guard_s = resume_guard_s
+        self._resume_in_flight_s = resume_in_flight_s
+        self._in_flight_at_crash: list[str] = []
         self._host_cache_size = max(1, host_cache_size)
         self._seen_checkpoint_urls = max(1, seen_checkpoint_urls)
         self._db = open_database(self._path, synchronous=synchronous, cache_bytes=cache_bytes)
@@ -783,7 +804,7 @@ class SqliteStore:
         rows.write_pending()
         if rows.seen_tail >= self._seen_checkpoint_urls:
             self._checkpoint_seen()
-        rows.write_hosts()
+        rows.write_hosts(self._sched.leased)
         self._write_meta()
         self._db.execute("COMMIT")
         self._in_tx = False
@@ -924,9 +945,27 @@ class SqliteStore:
         for host, counts in ranks.items():
             rows.back[host] = [sum(counts), last_seq[host] + 1]
             sched.restore(host, counts, rows.host(host).state.next_allowed_at)
-        self._floor_pending = bool(meta) and self._resume_guard_s > 0
+        if self._resume_in_flight_s > 0:
+            self._in_flight_at_crash = [
+                key for (key,) in db.execute("SELECT host_key FROM hosts WHERE leased = 1")
+            ]
+        self._floor_pending = bool(meta) and (
+            self._resume_guard_s > 0 or bool(self._in_flight_at_crash)
+        )
 
     def _apply_resume_floor(self, now_at: float) -> None:
-        """After a resume, hold every host until ``now_at + resume_guard_s``."""
+        """After a resume, hold every host until ``now_at + resume_guard_s``, and each
+        host leased at the crash until ``now_at + resume_in_flight_s``."""
         self._floor_pending = False
-        self._sched.hold_until(now_at + self._resume_guard_s)
+        rows, until = self._rows, now_at + self._resume_in_flight_s
+        held: dict[str, float] = {}
+        for key in self._in_flight_at_crash:
+            row = rows.host(key)
+            if row.state.retired is None and row.state.next_allowed_at < until:
+                row.state = replace(
+                    row.state, next_allowed_at=until, delay_source=DelaySource.RESUMED
+                )
+                held[key] = until
+            rows.host_changed(key)  # written again, no longer leased
+        self._in_flight_at_crash = []
+        self._sched.hold_until(now_at + self._resume_guard_s, held)

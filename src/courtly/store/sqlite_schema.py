@@ -19,12 +19,12 @@ Tables (version 1; version 2 adds ``catalogue.fail_reason``, version 3
 ``back.attempts``, version 4 ``hosts.delay_source`` and ``hosts.last_status``,
 version 5 ``back.rank`` and the ``back_order`` index, version 6 the ``revisit`` table
 and its ``revisit_due`` index, version 7 the ``back_url`` index, version 8
-``revisit.judged_at``):
+``revisit.judged_at``, version 9 ``hosts.leased``):
 
 ``meta``       key/value: counters, the token ceiling, the Bloom checkpoint;
 ``front``      front queues, ``(level, id)`` ordered: FIFO per level;
 ``back``       back queues, ``(host_key, rank, seq)`` ordered: by rank, then FIFO;
-``hosts``      per-host politeness state and the number of queued URLs;
+``hosts``      per-host politeness state, the number of queued URLs, whether leased;
 ``seen_tail``  URLs added to the seen-set since its last checkpoint;
 ``catalogue``  one row per URL, ``seq`` keeps the order first written;
 ``blobs``      small opaque values by ``(namespace, key)``;
@@ -55,7 +55,7 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 8
+SCHEMA_VERSION: Final = 9
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -108,6 +108,12 @@ def _v7_to_v8(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
+def _v8_to_v9(conn: sqlite3.Connection) -> None:
+    """Version 9: a host row says whether the host had a lease when it was written
+    (``hosts.leased``): after a crash, those hosts' last answers may be lost."""
+    conn.execute("ALTER TABLE hosts ADD COLUMN leased INTEGER NOT NULL DEFAULT 0")
+
+
 MIGRATIONS: Final[Mapping[int, Migration]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
@@ -116,6 +122,7 @@ MIGRATIONS: Final[Mapping[int, Migration]] = {
     5: _v5_to_v6,
     6: _v6_to_v7,
     7: _v7_to_v8,
+    8: _v8_to_v9,
 }
 """``from_version -> migration`` to ``from_version + 1``."""
 

@@ -134,7 +134,7 @@ def waiting_for_each_source() -> Observation:
 
 
 async def test_every_reason_a_host_can_wait_is_shown_by_name() -> None:
-    assert len(DelaySource) == 8 and tuple(s.value for s in DelaySource) == DELAY_SOURCES
+    assert len(DelaySource) == 9 and tuple(s.value for s in DelaySource) == DELAY_SOURCES
     obs = waiting_for_each_source()
     # /api/hosts: each host's row names its source
     source = LiveSource(lambda: T0 + 1, obs.hosts)

@@ -81,6 +81,69 @@ async def test_resume_guard_holds_every_host(tmp_path: Path) -> None:
     await store.aclose()
 
 
+async def test_a_host_leased_at_a_crash_waits_as_after_a_failure(tmp_path: Path) -> None:
+    """A 503 with Retry-After answered just before a kill -9 is lost with its step; the
+    host that was leased at the crash is held ``resume_in_flight_s``, the others only
+    the guard."""
+    path = tmp_path / "frontier.db"
+    store = open_store(path, commit_interval_s=3600.0)
+    await store.add([url(h, str(i)) for h in ("a.test", "b.test") for i in (1, 2)], T0, NO_BUDGET)
+    a, b = sorted((await store.lease(T0, TTL_S, 2)).leases, key=lambda le: le.host_key)
+    await store.flush()  # the leases are committed (as at the end of their pass)
+    await store.complete(b, replace(b.host, next_allowed_at=T0 + 1.0), (), T0, NO_BUDGET)
+    await store.flush()  # b's answer is committed; a's below is not
+    retry_after = replace(a.host, next_allowed_at=T0 + 30.0, delay_source=DelaySource.RETRY_AFTER)
+    await store.complete(a, retry_after, (), T0 + 0.5, NO_BUDGET)
+    store._cancel_timer()
+    store._db.close()  # killed before a's completion was committed
+
+    resumed_at = T0 + 2.0
+    store = open_store(path, resume_guard_s=0.1, resume_in_flight_s=5.0)
+    batch = await store.lease(resumed_at, TTL_S, 4)
+    assert batch.leases == () and batch.next_ready_at == resumed_at + 0.1
+    batch = await store.lease(resumed_at + 0.1, TTL_S, 4)
+    assert [le.url for le in batch.leases] == ["http://b.test/2"]
+    held = await store.host_state("a.test")
+    assert held.next_allowed_at == resumed_at + 5.0
+    assert held.delay_source is DelaySource.RESUMED
+    assert (await store.lease(resumed_at + 4.9, TTL_S, 4)).leases == ()
+    again = (await store.lease(resumed_at + 5.0, TTL_S, 4)).leases
+    assert [le.url for le in again] == ["http://a.test/1"]  # its lost URL, at the head
+    await store.aclose()
+
+
+async def test_a_host_whose_lease_ended_before_the_crash_has_only_the_guard(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path, commit_interval_s=3600.0)
+    await store.add([url("a.test", "1"), url("a.test", "2")], T0, NO_BUDGET)
+    lease = (await store.lease(T0, TTL_S, 1)).leases[0]
+    await store.flush()
+    await store.release(lease, lease.host, T0 + 0.1)
+    await store.flush()
+    store._db.close()
+
+    store = open_store(path, resume_guard_s=0.1, resume_in_flight_s=5.0)
+    assert (await store.lease(T0 + 2.0, TTL_S, 4)).leases == ()
+    assert len((await store.lease(T0 + 2.1, TTL_S, 4)).leases) == 1
+    assert (await store.host_state("a.test")).delay_source is not DelaySource.RESUMED
+    await store.aclose()
+
+
+async def test_an_expired_lease_is_written_as_ended(tmp_path: Path) -> None:
+    path = tmp_path / "frontier.db"
+    store = open_store(path, commit_interval_s=3600.0)
+    await store.add([url("a.test", "1"), url("b.test", "1")], T0, NO_BUDGET)
+    await store.lease(T0, 1.0, 1)
+    await store.flush()
+    await store.lease(T0 + 2.0, TTL_S, 0)  # reclaims the expired lease, leases nothing
+    await store.flush()
+    leased = store._db.execute("SELECT host_key FROM hosts WHERE leased = 1").fetchall()
+    assert leased == []
+    await store.aclose()
+
+
 async def test_a_new_file_has_no_guard(tmp_path: Path) -> None:
     store = open_store(tmp_path / "frontier.db", resume_guard_s=5.0)
     await store.add([url("a.test", "1")], T0, NO_BUDGET)

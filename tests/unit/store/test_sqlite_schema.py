@@ -160,7 +160,7 @@ async def test_a_version_1_file_gains_the_fail_reason_column(tmp_path: Path) -> 
     await store.aclose()
     assert [e.fail_reason for e in entries] == [None, "http_503"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     conn.close()
 
 
@@ -303,5 +303,5 @@ async def test_a_version_7_file_gains_judged_at_from_its_last_fetch(tmp_path: Pa
     assert batch.queued == ("http://a.test/p",)
     await store.aclose()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     conn.close()

@@ -35,6 +35,7 @@ from twisted.internet.defer import Deferred
 from courtly.clock import Clock, SystemClock
 from courtly.errors import InvalidURL
 from courtly.frontier import Frontier, FrontierConfig, PolitenessConfig, QueueConfig, QueuedUrl
+from courtly.frontier.politeness import lost_answer_hold_s
 from courtly.integrations.scrapy.codec import RequestCodec
 from courtly.integrations.scrapy.engine import wake_engine
 from courtly.integrations.scrapy.feedback import Feedback
@@ -247,11 +248,13 @@ class CourtlyScheduler:
         assert self.config.state_dir is not None
         self.config.state_dir.mkdir(parents=True, exist_ok=True)
         # Hosts in flight when a previous run was killed have no stored next-allowed
-        # time for that request: hold every host one minimum delay from the resume.
+        # time for that request: hold every host one minimum delay from the resume,
+        # and the hosts leased at the kill as after a failure (their answer is lost).
         return SqliteStore(
             self.config.state_dir / "frontier.sqlite3",
             queues,
             resume_guard_s=self.config.min_delay_s,
+            resume_in_flight_s=lost_answer_hold_s(self._politeness),
             synchronous="normal",
         )
 
