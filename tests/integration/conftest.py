@@ -23,7 +23,14 @@ from courtly.config import CrawlConfig
 from courtly.crawl import open_store
 from courtly.event_loop import run_async
 from courtly.frontier.config import QueueConfig
-from courtly.sandbox import AuditReport, RequestRecord, SandboxServer, SandboxSpec, load_log
+from courtly.sandbox import (
+    AuditReport,
+    RequestRecord,
+    SandboxServer,
+    SandboxSpec,
+    audit,
+    load_log,
+)
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
 """The User-Agent of every test crawl (product token ``courtly``, the sandbox's robots token)."""
@@ -154,6 +161,22 @@ def catalogue_of(config: CrawlConfig) -> list[CatalogueEntry]:
             await store.aclose()
 
     return run_async(read())
+
+
+def audit_web(
+    web: LiveWeb, records: list[RequestRecord] | None = None, *, min_delay_s: float = MIN_DELAY_S
+) -> AuditReport:
+    """The audit of ``records`` (default: every request the web served) against the web's
+    truth and seeds, at ``min_delay_s``, the crawl-wide cap :data:`PER_IP` and the
+    ``courtly`` robots token: what every test crawl is held to."""
+    return audit(
+        web.records() if records is None else records,
+        spec_or_truth=web.server.truth,
+        min_delay_s=min_delay_s,
+        per_ip_cap=PER_IP,
+        user_agent_token="courtly",
+        seeds=web.server.seeds,
+    )
 
 
 def assert_polite(report: AuditReport, *, lost_repeats: int = 0) -> None:

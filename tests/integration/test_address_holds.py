@@ -20,23 +20,22 @@ from courtly.crawl import Crawler
 from courtly.event_loop import run_async
 from courtly.fetch.address_holds import holds_per_address
 from courtly.frontier.records import Lease
-from courtly.sandbox import audit
 
 if TYPE_CHECKING:
     from tests.integration.conftest import (
-        MIN_DELAY_S,
         PER_IP,
         LiveWeb,
         assert_polite,
+        audit_web,
         crawl_config,
         one_address_spec,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
     from conftest import (
-        MIN_DELAY_S,
         PER_IP,
         LiveWeb,
         assert_polite,
+        audit_web,
         crawl_config,
         one_address_spec,
     )
@@ -84,14 +83,7 @@ def test_one_process_holds_no_more_hosts_of_an_address_than_it_can_start(
         records = web.records()
     finally:
         web.stop()
-    report = audit(
-        records,
-        spec_or_truth=web.server.truth,
-        min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,
-        user_agent_token="courtly",
-        seeds=web.server.seeds,
-    )
+    report = audit_web(web, records)
     print(report.summary())
     assert_polite(report)
     assert snapshot.stop_reason == "done"

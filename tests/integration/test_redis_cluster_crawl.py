@@ -28,12 +28,12 @@ from redis.crc import key_slot
 from tests.redis_servers import RedisCluster, have_redis_server
 
 from courtly.cli import main as cli_main
-from courtly.sandbox import AuditReport, audit
+from courtly.sandbox import AuditReport
 from courtly.sandbox.request_log import RequestRecord
 from courtly.store.redis.codec import shard_of, url_authority
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import PER_IP, LiveWeb
+    from tests.integration.conftest import LiveWeb, audit_web
     from tests.integration.test_redis_crawl import (
         CONCURRENCY,
         COVERAGE_FLOOR,
@@ -52,7 +52,7 @@ else:  # tests/integration is no package: pytest puts its directory on the path
         wait_all,
     )
 
-    from conftest import PER_IP, LiveWeb
+    from conftest import LiveWeb, audit_web
 
 pytestmark = [
     pytest.mark.integration,
@@ -69,14 +69,7 @@ MIN_DELAY_S = 0.5
 
 
 def audited(web: LiveWeb, records: list[RequestRecord]) -> AuditReport:
-    return audit(
-        records,
-        spec_or_truth=web.server.truth,
-        min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,  # the cap of the whole crawl, not of one fetcher
-        user_agent_token="courtly",
-        seeds=web.server.seeds,
-    )
+    return audit_web(web, records, min_delay_s=MIN_DELAY_S)
 
 
 def shard_slot(crawl: str, host_key: str) -> int:

@@ -20,11 +20,10 @@ from tests.redis_servers import cluster_url, delete_crawl, have_redis_server, ne
 
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
-from courtly.sandbox import audit
 from courtly.store.redis.address import connect
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import MIN_DELAY_S, PER_IP, LiveWeb
+    from tests.integration.conftest import LiveWeb, assert_polite, audit_web
     from tests.integration.test_redis_crawl import (
         COVERAGE_FLOOR,
         finite_spec,
@@ -34,7 +33,7 @@ if TYPE_CHECKING:
 else:  # tests/integration is no package: pytest puts its directory on the path
     from test_redis_crawl import COVERAGE_FLOOR, finite_spec, start_fetcher, wait_all
 
-    from conftest import MIN_DELAY_S, PER_IP, LiveWeb
+    from conftest import LiveWeb, assert_polite, audit_web
 
 pytestmark = [
     pytest.mark.integration,
@@ -69,18 +68,9 @@ def test_four_fetchers_on_the_cluster_crawl_with_no_violation(tmp_path: Path) ->
     finally:
         web.stop()
         run_async(_cleanup(store, crawl))
-    report = audit(
-        records,
-        spec_or_truth=web.server.truth,
-        min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,  # the cap of the whole crawl, not of one fetcher
-        user_agent_token="courtly",
-        seeds=web.server.seeds,
-    )
+    report = audit_web(web, records)
     print(report.summary())
-    assert report.violations == 0, report.summary()
-    assert report.max_in_flight_per_host == 1, report.summary()
-    assert report.max_in_flight_per_ip <= PER_IP, report.summary()
+    assert_polite(report)
     robots = Counter(r.host for r in records if r.path == "/robots.txt")
     assert max(robots.values()) == 1, robots  # once per host for the whole crawl
     assert report.coverage >= COVERAGE_FLOOR, report.summary()

@@ -29,7 +29,7 @@ from tests.redis_servers import delete_crawl, have_redis_server, new_crawl_name,
 
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
-from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec, audit
+from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec
 from courtly.store.redis.address import connect
 
 if TYPE_CHECKING:
@@ -37,11 +37,21 @@ if TYPE_CHECKING:
         MIN_DELAY_S,
         PER_IP,
         LiveWeb,
+        assert_polite,
+        audit_web,
         crawl_flags,
         one_address_spec,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import MIN_DELAY_S, PER_IP, LiveWeb, crawl_flags, one_address_spec
+    from conftest import (
+        MIN_DELAY_S,
+        PER_IP,
+        LiveWeb,
+        assert_polite,
+        audit_web,
+        crawl_flags,
+        one_address_spec,
+    )
 
 pytestmark = [
     pytest.mark.integration,
@@ -166,14 +176,7 @@ def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
         records = web.records()
     finally:
         web.stop()
-    report = audit(
-        records,
-        spec_or_truth=web.server.truth,
-        min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,  # the cap of the whole crawl, not of one fetcher
-        user_agent_token="courtly",
-        seeds=web.server.seeds,
-    )
+    report = audit_web(web, records)
     print(report.summary())
     # the killed fetcher's requests in flight are made again once their leases expire:
     # the only duplicates, and no other violation of any kind
@@ -230,18 +233,9 @@ def test_two_fetchers_share_a_one_address_web(
         records = web.records()
     finally:
         web.stop()
-    report = audit(
-        records,
-        spec_or_truth=web.server.truth,
-        min_delay_s=MIN_DELAY_S,
-        per_ip_cap=PER_IP,
-        user_agent_token="courtly",
-        seeds=web.server.seeds,
-    )
+    report = audit_web(web, records)
     print(report.summary())
-    assert report.violations == 0, report.summary()
-    assert report.max_in_flight_per_host == 1, report.summary()
-    assert report.max_in_flight_per_ip <= PER_IP, report.summary()
+    assert_polite(report)
     assert report.coverage >= COVERAGE_FLOOR, report.summary()
     pages = [
         json.loads((state / "status.json").read_text())["last_run"]["pages"] for state in states
