@@ -116,20 +116,23 @@ class LinkAdmission:
 
     # -- the seen-set, as far as this process knows it ---------------------------------
 
+    def _room(self, wanted: int) -> dict[str, int]:
+        """The known set, emptied first if ``wanted`` more URLs would not fit."""
+        known = self._known
+        if len(known) + wanted > self._max_known:
+            known.clear()
+        return known
+
     def note(self, entries: Sequence[QueuedUrl], statuses: Sequence[AddStatus]) -> None:
         """Remember the entries the store queued or found seen (see the module doc)."""
-        known = self._known
-        if len(known) + len(entries) > self._max_known:
-            known.clear()
+        known = self._room(len(entries))
         for entry, status in zip(entries, statuses, strict=False):
             if status <= AddStatus.SEEN:  # QUEUED or SEEN: in the seen-set for good
                 known.setdefault(entry.url, entry.depth)
 
     def note_forwarded(self, entries: Sequence[QueuedUrl]) -> None:
         """Remember entries handed (durably) to the partition that owns them."""
-        known = self._known
-        if len(known) + len(entries) > self._max_known:
-            known.clear()
+        known = self._room(len(entries))
         for entry in entries:
             known.setdefault(entry.url, entry.depth)
 
@@ -144,9 +147,7 @@ class LinkAdmission:
         (an exact duplicate of a page already read) keeps the title, canonical and noindex
         but takes none of its links: the original's were taken (reason ``page_duplicate``)."""
         joiner = UrlJoiner(page_url, canonical=True, cache=self._join_cache, params=self._params)
-        known = self._known
-        if len(known) >= self._max_known:
-            known.clear()
+        known = self._room(1)
         known[page_url] = _FETCHED  # its queue entry is gone: no promotion can move it
         urls: list[str] = []
         reasons: list[str] = []
