@@ -305,3 +305,30 @@ async def test_a_version_7_file_gains_judged_at_from_its_last_fetch(tmp_path: Pa
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     conn.close()
+
+
+async def test_a_version_8_file_gains_leased_and_resumes_with_the_guard_only(
+    tmp_path: Path,
+) -> None:
+    """Version 9 records whether a host was leased; a row written before reads as not
+    leased, so a resumed crawl holds its hosts for the guard only, as version 8 did."""
+    path = tmp_path / "frontier.db"
+    conn = open_database(path, version=8)
+    conn.execute(
+        "INSERT INTO back (host_key, seq, depth, url, rank) VALUES ('a.test', 0, 1, ?, 1)",
+        ("http://a.test/0",),
+    )
+    conn.execute(
+        "INSERT INTO hosts VALUES ('a.test', 0, 0, 0, 0, 0, 0, 0, NULL, NULL, 1, NULL, NULL)"
+    )
+    conn.execute("INSERT INTO meta (key, value) VALUES ('levels', 4)")
+    conn.close()
+    store = SqliteStore(path, QueueConfig(), resume_guard_s=0.5, resume_in_flight_s=5.0)
+    assert (await store.lease(1_000.0, 30.0, 1)).leases == ()
+    lease = (await store.lease(1_000.5, 30.0, 1)).leases[0]
+    assert lease.url == "http://a.test/0"
+    await store.aclose()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+    assert conn.execute("SELECT leased FROM hosts").fetchall() == [(1,)]  # leased at close
+    conn.close()
