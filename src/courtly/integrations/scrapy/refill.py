@@ -226,6 +226,10 @@ class Refill:
         now = self._clock.now()
         ahead = LEASE_AHEAD_S
         batch = await self.frontier.lease(room, ahead_s=ahead)
+        if batch.leases and not self.config.shared:
+            # The leases are on disk before any of their requests can be sent: after a
+            # kill, the SQLite store holds those hosts as if their answers were lost.
+            await self.frontier.store.flush()
         leased_at = self._clock.now()
         loaded = await pipe.payloads.load_many(
             self.frontier.store, [payload_id_of(lease.url) for lease in batch.leases]
