@@ -110,6 +110,7 @@ SOURCE_LABELS = {
     "parked": "parked",
     "robots_unreachable": "robots.txt unreachable",
     "address_busy": "address busy",
+    "resumed": "resumed after a crash",
 }
 """What the page calls each delay source (its ``SOURCES``)."""
 

@@ -406,6 +406,7 @@ def test_an_older_crawls_revisit_blob_moves_into_the_rows(tmp_path: Path) -> Non
     conn = sqlite3.connect(state / STATE_FILE)
     conn.execute("DROP TABLE revisit")  # as version 5 wrote it: no revisit table,
     conn.execute("DROP INDEX back_url")  # no back_url index (version 7)
+    conn.execute("ALTER TABLE hosts DROP COLUMN leased")  # nor hosts.leased (version 9)
     conn.execute("PRAGMA user_version = 5")
     conn.execute("INSERT INTO blobs VALUES ('recrawl', 'book', ?)", (json.dumps(book).encode(),))
     conn.commit()
