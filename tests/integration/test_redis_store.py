@@ -30,6 +30,7 @@ from tests.stores import DisposableRedisStore
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.clock import SystemClock
 from courtly.crawl.dispatch import wait_until
+from courtly.fetch.ip_gate import GateClosed
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, Lease, QueuedUrl
@@ -378,6 +379,38 @@ async def test_the_ip_gate_caps_an_address_across_fetchers(crawl: tuple[str, str
     finally:
         await one.aclose()
         await two.aclose()
+
+
+async def test_closing_the_ip_gate_ends_its_waits_and_frees_nothing_else(
+    crawl: tuple[str, str],
+) -> None:
+    """A closed gate's waits end with GateClosed, taking no slot: its owner does not rely
+    on cancelling them (a cancellation can be lost in a store call on Python 3.11)."""
+    store = fetcher(crawl)
+    try:
+        gate = store.ip_gate(1, hold_s=30.0)
+        async with gate.hold("127.0.0.11"):
+            waits = [asyncio.create_task(_enter(gate, "127.0.0.11")) for _ in range(3)]
+            await asyncio.sleep(0.05)  # each waits: the first polls, the others in turn
+            assert not any(wait.done() for wait in waits)
+            gate.close()
+            async with asyncio.timeout(5.0):  # a guard against a hang, not a timing
+                results = await asyncio.gather(*waits, return_exceptions=True)
+            assert all(isinstance(result, GateClosed) for result in results)
+        client = connect(crawl[0])
+        try:
+            assert await client.zcard(f"{crawl[1]}:ip:127.0.0.11") == 0
+        finally:
+            await client.aclose()
+        with pytest.raises(GateClosed):
+            await _enter(gate, "127.0.0.12")  # a new wait after close ends at once
+    finally:
+        await store.aclose()
+
+
+async def _enter(gate: Any, ip: str) -> None:
+    async with gate.hold(ip):
+        pass
 
 
 async def test_the_store_rides_out_a_master_failover_and_with_replica_acks_loses_no_step() -> None:

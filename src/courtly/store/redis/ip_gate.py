@@ -8,6 +8,11 @@ of an address taken wait in turn, and only the first of them asks the server aga
 after ``poll_s``, doubling up to ``max_poll_s`` while the slots stay taken, and at
 once when this process gives one of them back (a slot another process gives back is
 seen at the next poll).
+
+:meth:`RedisIpGate.close` ends every wait with :class:`~courtly.fetch.ip_gate.GateClosed`:
+a waiter's loop calls the server, and a cancellation that comes while such a call
+completes can be lost (Python 3.11's ``wait_for``, docs/distributed.md), so an owner
+that shuts down does not rely on cancelling its waiters alone.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from contextlib import asynccontextmanager
 from functools import cache
 from typing import Any
 
+from courtly.fetch.ip_gate import GateClosed
 from courtly.store.redis.scripts import script_text
 
 __all__ = ["RedisIpGate"]
@@ -84,6 +90,14 @@ class RedisIpGate:
         self._script = client.register_script(script_text("ip_gate"))
         self._ids = itertools.count()
         self._me = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._closed = False
+
+    def close(self) -> None:
+        """End every wait for a slot, now and later, with :class:`GateClosed` (slots held
+        stay held until their ``async with`` ends)."""
+        self._closed = True
+        for freed in self._freed.values():
+            freed.set()
 
     @asynccontextmanager
     async def hold(self, ip: str) -> AsyncIterator[None]:
@@ -91,6 +105,8 @@ class RedisIpGate:
         token = f"{self._me}:{next(self._ids)}"
         if self._ready is not None:
             await self._ready()  # a cluster client learns its slots before concurrent calls
+        if self._closed:
+            raise GateClosed(ip)
         await self._wait_for_slot(ip, key, token)
         try:
             yield
@@ -135,6 +151,8 @@ class RedisIpGate:
             freed = self._freed.setdefault(ip, asyncio.Event())
             delay_s = self._poll_s
             while True:
+                if self._closed:  # checked each turn: a lost cancellation ends here
+                    raise GateClosed(ip)
                 freed.clear()
                 left_ms = await self._take(key, token)
                 if left_ms is None:
