@@ -9,6 +9,7 @@ is the clock (short real delays), hosts spread over many shards.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import time
 from collections.abc import AsyncIterator
@@ -381,7 +382,44 @@ async def test_the_ip_gate_caps_an_address_across_fetchers(crawl: tuple[str, str
         await two.aclose()
 
 
-async def test_closing_the_ip_gate_ends_its_waits_and_frees_nothing_else(
+async def test_the_ip_gate_hands_a_busy_address_to_the_processes_in_turn(
+    crawl: tuple[str, str],
+) -> None:
+    """Two processes that both want an address's one place take it in turn: a process
+    giving the place back does not take it again while the other waits."""
+    one, two = fetcher(crawl), fetcher(crawl)
+    try:
+        gates = {"one": one.ip_gate(1, hold_s=30.0), "two": two.ip_gate(1, hold_s=30.0)}
+        holders: list[str] = []
+
+        async def request(name: str) -> None:
+            async with gates[name].hold("127.0.0.13"):
+                holders.append(name)
+                await asyncio.sleep(0.01)
+
+        await asyncio.gather(*(request(name) for _ in range(12) for name in gates))
+        assert sorted(holders) == ["one"] * 12 + ["two"] * 12
+        # From the first time both have held the place until one of them has no request
+        # left (the tail run), the place goes to the other process after each exchange.
+        start = max(holders.index("one"), holders.index("two"))
+        end = len(holders) - 1
+        while holders[end - 1] == holders[-1]:
+            end -= 1
+        turns = holders[start:end]
+        assert all(a != b for a, b in itertools.pairwise(turns)), holders
+        assert len(turns) >= 16, holders  # at most a few at the start and at the end
+        client = connect(crawl[0])
+        try:
+            key = f"{crawl[1]}:ip:127.0.0.13"
+            assert await client.zcard(f"{crawl[1]}:ipq:{{{key}}}") == 0  # no turn left over
+        finally:
+            await client.aclose()
+    finally:
+        await one.aclose()
+        await two.aclose()
+
+
+async def test_closing_the_ip_gate_ends_its_waits_without_taking_a_slot(
     crawl: tuple[str, str],
 ) -> None:
     """A closed gate's waits end with GateClosed, taking no slot: its owner does not rely
