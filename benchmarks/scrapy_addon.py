@@ -132,31 +132,47 @@ def crawl_name(addon_set: Sequence[str], run: Path) -> list[str]:
 
 @contextmanager
 def redis_server() -> Iterator[str]:
-    """A ``redis-server`` of this run's own (no persistence): its URL; stopped by PID."""
-    port = random.randint(20000, 60000)
+    """A ``redis-server`` of this run's own (no persistence): its URL; stopped by PID. Its
+    port is one the system reports free; if another program takes it first the server
+    exits, and another port is tried."""
     data = tempfile.mkdtemp(prefix="courtly-bench-redis-")
-    server = subprocess.Popen(
-        [
-            *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
-            *("--save", "", "--appendonly", "no", "--dir", data),
-        ],
-        stdout=subprocess.DEVNULL,
-    )
     try:
-        deadline = time.monotonic() + 10.0
-        while True:
+        for _ in range(5):
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = int(probe.getsockname()[1])
+            server = subprocess.Popen(
+                [
+                    *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+                    *("--save", "", "--appendonly", "no", "--dir", data),
+                ],
+                stdout=subprocess.DEVNULL,
+            )
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError(f"redis-server did not start on port {port}") from None
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+                if _listening(server, port):
+                    yield f"redis://127.0.0.1:{port}/0"
+                    return
+            finally:
+                server.terminate()
+                server.wait(10)
+        raise RuntimeError("redis-server did not start on any of 5 ports")
     finally:
-        server.terminate()
-        server.wait(10)
         shutil.rmtree(data, ignore_errors=True)
+
+
+def _listening(server: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether ``server`` accepts connections on ``port`` within 10 s (``False``: it exited)."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            if server.poll() is not None:
+                return False
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on port {port}") from None
+            time.sleep(0.05)
 
 
 def start_lags(
