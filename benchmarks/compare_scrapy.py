@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import gzip
 import hashlib
@@ -332,16 +333,29 @@ class Sandbox:
 
 @dataclass(frozen=True, slots=True)
 class ProcessCost:
-    """What a finished child cost: wall seconds, CPU seconds, peak RSS, exit status."""
+    """What a finished child cost: wall seconds, CPU seconds, peak RSS, exit status, and
+    whether it was killed for outliving its time limit."""
 
     wall_s: float
     cpu_s: float
     peak_rss_bytes: int
     returncode: int
+    timed_out: bool = False
 
 
-def run_measured(cmd: list[str], log_file: Path, env: dict[str, str] | None = None) -> ProcessCost:
-    """Run ``cmd``; CPU from ``wait4`` (children it waited for included), peak RSS sampled."""
+def run_measured(
+    cmd: list[str],
+    log_file: Path,
+    env: dict[str, str] | None = None,
+    *,
+    timeout_s: float | None = None,
+    dump_signal: int | None = None,
+) -> ProcessCost:
+    """Run ``cmd``; CPU from ``wait4`` (children it waited for included), peak RSS sampled.
+
+    A child still running ``timeout_s`` after its start is sent ``dump_signal`` (if any:
+    e.g. the spider's SIGUSR1, which prints its tasks' stacks to its log), then killed
+    2 s later; ``timed_out`` says so."""
     import psutil
 
     started = time.monotonic()
@@ -349,6 +363,23 @@ def run_measured(cmd: list[str], log_file: Path, env: dict[str, str] | None = No
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env)
         peak = 0
         done = threading.Event()
+        overran = threading.Event()
+
+        def watchdog() -> None:
+            assert timeout_s is not None
+            if done.wait(timeout_s):
+                return
+            overran.set()
+            if dump_signal is not None:
+                with contextlib.suppress(OSError):
+                    proc.send_signal(dump_signal)
+                if done.wait(2.0):
+                    return
+            with contextlib.suppress(OSError):
+                proc.kill()
+
+        if timeout_s is not None:
+            threading.Thread(target=watchdog, daemon=True).start()
 
         def sample() -> None:
             # ru_maxrss of a forked child starts at the parent's peak; VmHWM is per mm,
@@ -380,6 +411,7 @@ def run_measured(cmd: list[str], log_file: Path, env: dict[str, str] | None = No
         cpu_s=usage.ru_utime + usage.ru_stime,
         peak_rss_bytes=peak,
         returncode=proc.returncode,
+        timed_out=overran.is_set(),
     )
 
 

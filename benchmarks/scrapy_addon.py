@@ -49,6 +49,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import socket
 import statistics
 import subprocess
@@ -79,6 +80,8 @@ from courtly.sandbox import RequestRecord, SandboxTruth, load_log
 CRAWLERS = ("addon", "scrapy_polite", "scrapy_defaults")
 ADDONS = ("addon", "addon_before")
 _MAX_LAG_S = 1.0
+OVERRUN_GRACE_S = 60.0
+"""A spider still running this long after its time limit and download timeout is stuck."""
 
 
 def command(
@@ -129,31 +132,47 @@ def crawl_name(addon_set: Sequence[str], run: Path) -> list[str]:
 
 @contextmanager
 def redis_server() -> Iterator[str]:
-    """A ``redis-server`` of this run's own (no persistence): its URL; stopped by PID."""
-    port = random.randint(20000, 60000)
+    """A ``redis-server`` of this run's own (no persistence): its URL; stopped by PID. Its
+    port is one the system reports free; if another program takes it first the server
+    exits, and another port is tried."""
     data = tempfile.mkdtemp(prefix="courtly-bench-redis-")
-    server = subprocess.Popen(
-        [
-            *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
-            *("--save", "", "--appendonly", "no", "--dir", data),
-        ],
-        stdout=subprocess.DEVNULL,
-    )
     try:
-        deadline = time.monotonic() + 10.0
-        while True:
+        for _ in range(5):
+            with socket.socket() as probe:
+                probe.bind(("127.0.0.1", 0))
+                port = int(probe.getsockname()[1])
+            server = subprocess.Popen(
+                [
+                    *("redis-server", "--port", str(port), "--bind", "127.0.0.1"),
+                    *("--save", "", "--appendonly", "no", "--dir", data),
+                ],
+                stdout=subprocess.DEVNULL,
+            )
             try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError(f"redis-server did not start on port {port}") from None
-                time.sleep(0.05)
-        yield f"redis://127.0.0.1:{port}/0"
+                if _listening(server, port):
+                    yield f"redis://127.0.0.1:{port}/0"
+                    return
+            finally:
+                server.terminate()
+                server.wait(10)
+        raise RuntimeError("redis-server did not start on any of 5 ports")
     finally:
-        server.terminate()
-        server.wait(10)
         shutil.rmtree(data, ignore_errors=True)
+
+
+def _listening(server: subprocess.Popen[bytes], port: int) -> bool:
+    """Whether ``server`` accepts connections on ``port`` within 10 s (``False``: it exited)."""
+    deadline = time.monotonic() + 10.0
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            if server.poll() is not None:
+                return False
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"redis-server did not start on port {port}") from None
+            time.sleep(0.05)
 
 
 def start_lags(
@@ -214,12 +233,27 @@ def measure(
     if crawler == "addon_before":
         assert baseline_src is not None, "addon_before needs --baseline-src"
         env = {**os.environ, "PYTHONPATH": str(baseline_src / "src")}
+    # A spider must close within its time, the end of its last responses and its own
+    # close; one that runs on well past that is stuck: its tasks' stacks go to its log
+    # (SIGUSR1, not under py-spy), it is killed and the run reports an error.
+    limit_s = seconds + scenario.timeout_s + OVERRUN_GRACE_S
     try:
-        cost = run_measured(cmd, run / "scrapy.log", env)
+        cost = run_measured(
+            cmd,
+            run / "scrapy.log",
+            env,
+            timeout_s=limit_s,
+            dump_signal=signal.SIGUSR1 if py_spy is None else None,
+        )
     finally:
         web.stop()
     records = load_log(Path(web.info["log_path"]))
     figures = summarise(scenario, web, records, cost, seconds)
+    if cost.timed_out:
+        figures["error"] = (
+            f"the spider ran on past {limit_s:.0f} s and was killed (its tasks' stacks are "
+            f"in {run / 'scrapy.log'})"
+        )
     mine = [r for r in records if r.ua == USER_AGENT]
     lags = start_lags(mine, SandboxTruth(web.world), scenario, from_start=crawler not in ADDONS)
     figures["start_lag_pairs"] = len(lags)
@@ -269,6 +303,8 @@ def run_scenario(
             f"{own.get(f'courtly/{stage}_p50_ms')}/{own.get(f'courtly/{stage}_p99_ms')}"
             for stage in STAGES
         )
+        if "error" in figures:
+            print(f"[{name}] {crawler}: ERROR {figures['error']}", file=sys.stderr, flush=True)
         print(
             f"[{name}] {crawler}: {figures['pages_per_s']} pages/s, violations "
             f"{figures['violations']} {figures['violations_by_kind']}, server lag p50/p90 "
@@ -399,8 +435,15 @@ def main(argv: list[str] | None = None) -> int:
             results = run(args)
     else:
         results = run(args)
+    results["errors"] = [
+        f"round {index} {name} {crawler}: {figures['error']}"
+        for index, one in enumerate(results.get("rounds", [results["scenarios"]]))
+        for name, out in one.items()
+        for crawler, figures in out.items()
+        if isinstance(figures, dict) and "error" in figures
+    ]
     print(json.dumps(results) if args.json else json.dumps(results, indent=2))
-    return 0
+    return 1 if results["errors"] else 0
 
 
 if __name__ == "__main__":

@@ -178,9 +178,18 @@ def settings_for(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _print_tasks() -> None:
+    """Every task with the whole chain of coroutines it waits in, innermost last."""
     loop = asyncio.get_event_loop()
     for task in asyncio.all_tasks(loop):
-        task.print_stack(file=sys.stderr)
+        print(f"Task {task!r}", file=sys.stderr)
+        coro: Any = task.get_coro()
+        while coro is not None:
+            frame = getattr(coro, "cr_frame", None) or getattr(coro, "ag_frame", None)
+            if frame is not None:
+                code = frame.f_code
+                print(f"  {code.co_filename}:{frame.f_lineno} {code.co_name}", file=sys.stderr)
+            coro = getattr(coro, "cr_await", None) or getattr(coro, "ag_await", None)
+    sys.stderr.flush()
 
 
 def main(argv: list[str] | None = None) -> int:

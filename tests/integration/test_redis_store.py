@@ -9,6 +9,7 @@ is the clock (short real delays), hosts spread over many shards.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import time
 from collections.abc import AsyncIterator
@@ -30,6 +31,7 @@ from tests.stores import DisposableRedisStore
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.clock import SystemClock
 from courtly.crawl.dispatch import wait_until
+from courtly.fetch.ip_gate import GateClosed
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, Lease, QueuedUrl
@@ -378,6 +380,75 @@ async def test_the_ip_gate_caps_an_address_across_fetchers(crawl: tuple[str, str
     finally:
         await one.aclose()
         await two.aclose()
+
+
+async def test_the_ip_gate_hands_a_busy_address_to_the_processes_in_turn(
+    crawl: tuple[str, str],
+) -> None:
+    """Two processes that both want an address's one place take it in turn: a process
+    giving the place back does not take it again while the other waits."""
+    one, two = fetcher(crawl), fetcher(crawl)
+    try:
+        gates = {"one": one.ip_gate(1, hold_s=30.0), "two": two.ip_gate(1, hold_s=30.0)}
+        holders: list[str] = []
+
+        async def request(name: str) -> None:
+            async with gates[name].hold("127.0.0.13"):
+                holders.append(name)
+                await asyncio.sleep(0.01)
+
+        await asyncio.gather(*(request(name) for _ in range(12) for name in gates))
+        assert sorted(holders) == ["one"] * 12 + ["two"] * 12
+        # From the first time both have held the place until one of them has no request
+        # left (the tail run), the place goes to the other process after each exchange.
+        start = max(holders.index("one"), holders.index("two"))
+        end = len(holders) - 1
+        while holders[end - 1] == holders[-1]:
+            end -= 1
+        turns = holders[start:end]
+        assert all(a != b for a, b in itertools.pairwise(turns)), holders
+        assert len(turns) >= 16, holders  # at most a few at the start and at the end
+        client = connect(crawl[0])
+        try:
+            key = f"{crawl[1]}:ip:127.0.0.13"
+            assert await client.zcard(f"{crawl[1]}:ipq:{{{key}}}") == 0  # no turn left over
+        finally:
+            await client.aclose()
+    finally:
+        await one.aclose()
+        await two.aclose()
+
+
+async def test_closing_the_ip_gate_ends_its_waits_without_taking_a_slot(
+    crawl: tuple[str, str],
+) -> None:
+    """A closed gate's waits end with GateClosed, taking no slot: its owner does not rely
+    on cancelling them (a cancellation can be lost in a store call on Python 3.11)."""
+    store = fetcher(crawl)
+    try:
+        gate = store.ip_gate(1, hold_s=30.0)
+        async with gate.hold("127.0.0.11"):
+            waits = [asyncio.create_task(_enter(gate, "127.0.0.11")) for _ in range(3)]
+            await asyncio.sleep(0.05)  # each waits: the first polls, the others in turn
+            assert not any(wait.done() for wait in waits)
+            gate.close()
+            async with asyncio.timeout(5.0):  # a guard against a hang, not a timing
+                results = await asyncio.gather(*waits, return_exceptions=True)
+            assert all(isinstance(result, GateClosed) for result in results)
+        client = connect(crawl[0])
+        try:
+            assert await client.zcard(f"{crawl[1]}:ip:127.0.0.11") == 0
+        finally:
+            await client.aclose()
+        with pytest.raises(GateClosed):
+            await _enter(gate, "127.0.0.12")  # a new wait after close ends at once
+    finally:
+        await store.aclose()
+
+
+async def _enter(gate: Any, ip: str) -> None:
+    async with gate.hold(ip):
+        pass
 
 
 async def test_the_store_rides_out_a_master_failover_and_with_replica_acks_loses_no_step() -> None:

@@ -488,18 +488,18 @@ SLOW_ONE_ADDRESS_SPEC = replace(
 )
 """Eight hosts on one address, each answering in 0.1 s: with 2 places there the address,
 not the hosts' gaps, bounds the crawl, and most leased requests wait for a place."""
-UNSTARVED_SHARE = 0.1
-"""The least share of the responses each of two processes gets on that web: neither is
-starved (180 / 0 without the rule). Not an even share: the places of an address are not
-handed out in turn between processes (a process giving one back wakes its own waiter at
-once, the other's sees it at its next poll; docs/distributed.md, *Hosts behind one
-address*), and one run in CI gave 44 / 136."""
+FAIR_SHARE = 0.25
+"""The least share of the responses each of two processes gets on that web (180 / 0
+without the rule): the places of the address go to the processes in turn (the store's
+queue of waiting processes per address; docs/distributed.md, *Hosts behind one
+address*). Before the turns only a tenth could be asserted: a process giving a place
+back took it again at once, and one run in CI gave 44 / 136."""
 
 
 @pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
 def test_two_processes_share_a_slow_one_address_web(tmp_path: Path) -> None:
     """Each process holds leases only for hosts it can start soon: neither keeps every
-    host of the address while its requests wait there, and neither is starved."""
+    host of the address while its requests wait there, and each gets a fair share."""
     web = Web(SLOW_ONE_ADDRESS_SPEC, tmp_path / "web")
     url, server = start_standalone()
     try:
@@ -541,7 +541,7 @@ def test_two_processes_share_a_slow_one_address_web(tmp_path: Path) -> None:
     assert report.coverage == 1.0, report.summary()
     responses = [run.stat("downloader/response_count") for run in runs]
     assert sum(responses) == len(records)
-    assert min(responses) >= UNSTARVED_SHARE * sum(responses), (
+    assert min(responses) >= FAIR_SHARE * sum(responses), (
         responses,
         [run.stat("courtly/address_busy") for run in runs],
     )

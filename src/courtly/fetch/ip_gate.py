@@ -13,7 +13,12 @@ from __future__ import annotations
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-__all__ = ["IpGate"]
+__all__ = ["GateClosed", "IpGate"]
+
+
+class GateClosed(Exception):
+    """A wait for a slot ended because its gate was closed (its owner is shutting down):
+    no slot was taken."""
 
 
 class IpGate(Protocol):

@@ -54,3 +54,15 @@ def test_drain_empties_the_waiting_lists() -> None:
 def test_a_cap_below_one_is_refused() -> None:
     with pytest.raises(ValueError):
         IpGate(0)
+
+
+def test_a_closed_gate_admits_nothing_and_keeps_the_items_for_the_drain() -> None:
+    gate: IpGate[str] = IpGate(1)
+    assert gate.admit("a", "first")
+    assert not gate.admit("a", "second")
+    gate.close()
+    assert gate.release("a") is None  # the place frees: "second" is not handed on
+    assert gate.in_flight("a") == 0
+    assert not gate.admit("b", "elsewhere")  # room there, but the gate is closed
+    assert sorted(gate.drain_waiting()) == ["elsewhere", "second"]
+    assert gate.in_flight("b") == 0

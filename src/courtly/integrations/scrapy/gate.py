@@ -41,6 +41,12 @@ class AddressGate(Protocol[T]):
         """Remove and return every waiting item (at close)."""
         ...
 
+    def close(self) -> None:
+        """The scheduler is closing: admit nothing more. An item offered from now on
+        waits (for :meth:`drain_waiting`), and a shared gate's waiting tasks end
+        without handing anything on, even if their cancellation is lost."""
+        ...
+
 
 class IpGate(Generic[T]):
     """Admission per address, FIFO among the waiting.
@@ -55,20 +61,23 @@ class IpGate(Generic[T]):
         self._cap = cap
         self._in_flight: dict[str, int] = {}
         self._waiting: dict[str, deque[T]] = {}
+        self._closed = False
 
     def admit(self, ip: str, item: T) -> bool:
-        """Take a place for ``item`` at ``ip`` (``True``), or queue it (``False``)."""
+        """Take a place for ``item`` at ``ip`` (``True``), or queue it (``False``; always
+        after :meth:`close`)."""
         count = self._in_flight.get(ip, 0)
-        if count < self._cap and ip not in self._waiting:
+        if count < self._cap and ip not in self._waiting and not self._closed:
             self._in_flight[ip] = count + 1
             return True
         self._waiting.setdefault(ip, deque()).append(item)
         return False
 
     def release(self, ip: str) -> T | None:
-        """Free one place at ``ip``; return the waiting item that takes it, if any."""
+        """Free one place at ``ip``; return the waiting item that takes it, if any (none
+        after :meth:`close`)."""
         waiting = self._waiting.get(ip)
-        if waiting:
+        if waiting and not self._closed:
             item = waiting.popleft()
             if not waiting:
                 del self._waiting[ip]
@@ -97,3 +106,7 @@ class IpGate(Generic[T]):
         items = [item for q in self._waiting.values() for item in q]
         self._waiting.clear()
         return items
+
+    def close(self) -> None:
+        """Admit nothing more (the scheduler is closing)."""
+        self._closed = True

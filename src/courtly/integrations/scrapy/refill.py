@@ -139,11 +139,19 @@ class Refill:
                     # heartbeat (5 s).
                     self.pipeline.wake_engine(False)
                 await self.work.wait(wait_s)
+            # Closing the gate first: its tasks end even if a cancellation is lost in a
+            # store call (the Redis client on Python 3.11), and none starts again.
+            self.pipeline.gate.close()
             for task in list(self._children):
                 task.cancel()
 
     def fetch_robots(self, held: Held) -> None:
-        """Fetch ``held``'s robots.txt in a task of its own (``held`` has its address place)."""
+        """Fetch ``held``'s robots.txt in a task of its own (``held`` has its address place);
+        once the task is stopping, give ``held`` back instead (no new exchange at close)."""
+        if self._stopping:
+            self.pipeline.release_ip(held)
+            self.pipeline.give_back(held, None)
+            return
         self.spawn(self._fetch_robots(held))
 
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:

@@ -7,6 +7,14 @@ holds them all), so each admitted item has a task of its own that takes the
 place, hands the item on through ``on_admit`` and holds the place until
 :meth:`SharedIpGate.release`. Places at one address are interchangeable: a
 release frees the oldest one this process holds there.
+
+At close (:meth:`SharedIpGate.close`) nothing more goes on: the places held are
+freed, the waits end, and an item offered later waits for ``drain_waiting``. This
+does not rest on cancelling the tasks alone: a task cancelled while its store call
+completes can lose the cancellation (Python 3.11's ``wait_for``, which the Redis
+client sends under) and would otherwise take a place, hand its item on to a
+scheduler that is closing and wait for its release for good, so the scheduler's
+close never ended.
 """
 
 from __future__ import annotations
@@ -16,6 +24,8 @@ from collections import deque
 from collections.abc import Callable, Coroutine
 from contextlib import AbstractAsyncContextManager
 from typing import Any, Generic, Protocol, TypeVar
+
+from courtly.fetch.ip_gate import GateClosed
 
 __all__ = ["PlaceHolder", "SharedIpGate"]
 
@@ -27,6 +37,10 @@ class PlaceHolder(Protocol):
     ``ip`` for the life of the context (waiting for one first)."""
 
     def hold(self, ip: str) -> AbstractAsyncContextManager[None]: ...
+
+    def close(self) -> None:
+        """End every wait for a place with :class:`~courtly.fetch.ip_gate.GateClosed`."""
+        ...
 
 
 class SharedIpGate(Generic[T]):
@@ -48,10 +62,14 @@ class SharedIpGate(Generic[T]):
         self._waiting: dict[int, T] = {}
         self._waiting_at: dict[str, int] = {}
         self._holding: dict[str, deque[asyncio.Future[None]]] = {}
+        self._closed = False
 
     def admit(self, ip: str, item: T) -> bool:
-        """Always ``False``: ``item`` goes to ``on_admit`` once it has a place."""
+        """Always ``False``: ``item`` goes to ``on_admit`` once it has a place (never
+        after :meth:`close`: it waits for :meth:`drain_waiting`)."""
         self._waiting[id(item)] = item
+        if self._closed:
+            return False
         self._count(ip, 1)  # counted at once: the task asks for a place later
         self._spawn(self._hold(ip, item))
         return False
@@ -62,16 +80,18 @@ class SharedIpGate(Generic[T]):
             async with self._places.hold(ip):
                 self._count(ip, -1)
                 counted = False
-                if self._waiting.pop(id(item), None) is None:
-                    return  # drained while it waited (the scheduler is closing)
+                if self._closed or id(item) not in self._waiting:
+                    return  # closing, or drained while it waited: the place goes back
+                del self._waiting[id(item)]
                 freed = asyncio.get_running_loop().create_future()
                 self._holding.setdefault(ip, deque()).append(freed)
                 self._on_admit(item)
                 await freed
+        except GateClosed:
+            return  # closed while it waited: no place taken, the item stays to drain
         finally:
             if counted:
                 self._count(ip, -1)
-            self._waiting.pop(id(item), None)
 
     def _count(self, ip: str, delta: int) -> None:
         """``delta`` more items wait for a place at ``ip``."""
@@ -106,3 +126,14 @@ class SharedIpGate(Generic[T]):
         items = list(self._waiting.values())
         self._waiting.clear()
         return items
+
+    def close(self) -> None:
+        """Hand nothing more on: every place held is freed, every wait ends (see the
+        module doc); the items that did not go on wait for :meth:`drain_waiting`."""
+        self._closed = True
+        self._places.close()
+        for holders in self._holding.values():
+            for freed in holders:
+                if not freed.done():
+                    freed.set_result(None)
+        self._holding.clear()

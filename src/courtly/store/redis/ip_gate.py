@@ -8,6 +8,21 @@ of an address taken wait in turn, and only the first of them asks the server aga
 after ``poll_s``, doubling up to ``max_poll_s`` while the slots stay taken, and at
 once when this process gives one of them back (a slot another process gives back is
 seen at the next poll).
+
+Turns between processes: the address also has a queue of the gates (one per
+process) waiting there, in the order they first found it full. A freed slot goes to
+the gate at the head, not to whichever asks first, and a gate that takes one leaves
+the queue (its next waiter queues again at the tail): so processes take the places
+of a busy address in turn, rather than the one that gives a slot back taking it
+again at once. The head asks at least every ``head_poll_s``, since a slot freed by
+another process is seen only when it asks (the price of the turns: a slot can stay
+free for up to that long). A gate that stops asking (its process died) loses its
+turn after ``lapse_s``; one whose last waiter gives up leaves at once.
+
+:meth:`RedisIpGate.close` ends every wait with :class:`~courtly.fetch.ip_gate.GateClosed`:
+a waiter's loop calls the server, and a cancellation that comes while such a call
+completes can be lost (Python 3.11's ``wait_for``, docs/distributed.md), so an owner
+that shuts down does not rely on cancelling its waiters alone.
 """
 
 from __future__ import annotations
@@ -22,6 +37,7 @@ from contextlib import asynccontextmanager
 from functools import cache
 from typing import Any
 
+from courtly.fetch.ip_gate import GateClosed
 from courtly.store.redis.scripts import script_text
 
 __all__ = ["RedisIpGate"]
@@ -67,6 +83,8 @@ class RedisIpGate:
         ready: Callable[[], Awaitable[None]] | None = None,
         poll_s: float = 0.01,
         max_poll_s: float = 0.08,
+        head_poll_s: float = 0.02,
+        lapse_s: float = 2.0,
         calls: asyncio.Semaphore | None = None,
     ) -> None:
         if cap < 1:
@@ -77,6 +95,8 @@ class RedisIpGate:
         self._hold_ms = max(1.0, hold_s * 1000.0)
         self._poll_s = poll_s
         self._max_poll_s = max(poll_s, max_poll_s)
+        self._head_poll_s = min(max(poll_s, head_poll_s), self._max_poll_s)
+        self._lapse_ms = max(1.0, lapse_s * 1000.0)
         self._waiting: dict[str, list[asyncio.Future[None]]] = {}  # ip -> this process's waiters
         self._freed: dict[str, asyncio.Event] = {}  # ip -> set when this process gives one back
         self._ready = ready
@@ -84,14 +104,25 @@ class RedisIpGate:
         self._script = client.register_script(script_text("ip_gate"))
         self._ids = itertools.count()
         self._me = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
+        self._closed = False
+
+    def close(self) -> None:
+        """End every wait for a slot, now and later, with :class:`GateClosed` (slots held
+        stay held until their ``async with`` ends)."""
+        self._closed = True
+        for freed in self._freed.values():
+            freed.set()
 
     @asynccontextmanager
     async def hold(self, ip: str) -> AsyncIterator[None]:
-        key = f"{self._crawl}:ip:{ip}"
+        keys = self._keys(ip)
+        key = keys[0]
         token = f"{self._me}:{next(self._ids)}"
         if self._ready is not None:
             await self._ready()  # a cluster client learns its slots before concurrent calls
-        await self._wait_for_slot(ip, key, token)
+        if self._closed:
+            raise GateClosed(ip)
+        await self._wait_for_slot(ip, keys, token)
         try:
             yield
         finally:
@@ -105,41 +136,63 @@ class RedisIpGate:
                 if freed is not None:
                     freed.set()  # this process's waiter on the address asks again now
 
-    async def _take(self, key: str, token: str) -> float | None:
-        """One try: ``None`` when the slot is taken, else ms until one frees itself (a
-        server that is unreachable, a cluster failing over: as if every slot were held,
-        so the caller asks again after its poll interval)."""
+    def _keys(self, ip: str) -> list[str]:
+        """The address's slot set, then its turns and their lapse times, in its slot."""
+        key = f"{self._crawl}:ip:{ip}"
+        return [key, f"{self._crawl}:ipq:{{{key}}}", f"{self._crawl}:ipl:{{{key}}}"]
+
+    async def _take(self, keys: list[str], token: str) -> tuple[float, int] | None:
+        """One try: ``None`` when the slot is taken, else (ms until a held slot frees
+        itself, gates waiting ahead of this one). A server that is unreachable, a cluster
+        failing over: as if every slot were held, so the caller asks again after its poll
+        interval."""
         try:
             async with self._calls:
-                got = await self._script(keys=[key], args=[token, self._cap, self._hold_ms])
+                got = await self._script(
+                    keys=keys,
+                    args=[token, self._cap, self._hold_ms, self._me, self._lapse_ms, "take"],
+                )
         except _gone() as error:
-            log.warning("%s: no slot while redis is unavailable: %s", key, error)
-            return self._max_poll_s * 1000.0
-        return None if int(got[0]) == 1 else float(got[1])
+            log.warning("%s: no slot while redis is unavailable: %s", keys[0], error)
+            return self._max_poll_s * 1000.0, 1
+        return None if int(got[0]) == 1 else (float(got[1]), int(got[2]))
 
-    async def _wait_for_slot(self, ip: str, key: str, token: str) -> None:
+    async def _leave(self, keys: list[str]) -> None:
+        """This gate waits no more at the address: give up its turn (else it lapses)."""
+        try:
+            async with self._calls:
+                await self._script(keys=keys, args=["", 0, 0, self._me, 0, "leave"])
+        except _gone() as error:
+            log.warning("%s: turn not given up (%s); it lapses", keys[0], error)
+
+    async def _wait_for_slot(self, ip: str, keys: list[str], token: str) -> None:
         """Take a slot of ``ip``: at once if this process has no request waiting for the
-        address, else in turn behind them. Only the first waiter asks the server, after
-        ``poll_s``, doubling up to ``max_poll_s``, and at once when this process gives
-        a slot of the address back."""
+        address and no other gate of the crawl waits there, else in turn. Only the first
+        waiter of this process asks the server, after ``poll_s``, doubling up to
+        ``max_poll_s`` (``head_poll_s`` once no gate waits ahead of this one), and at once
+        when this process gives a slot of the address back."""
         waiters = self._waiting.get(ip)
         if waiters is None:
-            if await self._take(key, token) is None:
-                return
             waiters = self._waiting.setdefault(ip, [])
         turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         waiters.append(turn)
+        took = False
         try:
             if waiters[0] is not turn:
                 await turn  # set when every earlier waiter of this process has its slot
             freed = self._freed.setdefault(ip, asyncio.Event())
             delay_s = self._poll_s
             while True:
+                if self._closed:  # checked each turn: a lost cancellation ends here
+                    raise GateClosed(ip)
                 freed.clear()
-                left_ms = await self._take(key, token)
-                if left_ms is None:
+                refused = await self._take(keys, token)
+                if refused is None:
+                    took = True
                     return
-                wait_s = min(delay_s, max(0.001, left_ms / 1000.0))
+                left_ms, ahead = refused
+                ceiling_s = self._head_poll_s if ahead == 0 else self._max_poll_s
+                wait_s = min(delay_s, ceiling_s, max(0.001, left_ms / 1000.0))
                 try:  # asyncio.timeout, not wait_for: no cancellation is swallowed
                     async with asyncio.timeout(wait_s):
                         await freed.wait()
@@ -152,5 +205,7 @@ class RedisIpGate:
             if not waiters:
                 del self._waiting[ip]
                 self._freed.pop(ip, None)
+                if not took:
+                    await self._leave(keys)  # the last of this process here gives up
             elif first and not waiters[0].done():
                 waiters[0].set_result(None)
