@@ -41,7 +41,7 @@ from courtly.frontier.importance import Importance, authority_of_canonical
 from courtly.frontier.prioritiser import INLINKS_STEP, level_of
 from courtly.frontier.records import AddStatus, QueuedUrl
 from courtly.frontier.traps import WalkGuard
-from courtly.parse.links import extract_links
+from courtly.parse.links import ElementFinder, extract_links, new_element_finder
 from courtly.parse.sitemaps import parse_sitemap
 from courtly.robots import RobotsDecision
 from courtly.url import JoinCache, ParamPolicy, Scope, TrapConfig, UrlJoiner, canonicalize
@@ -107,6 +107,7 @@ class LinkAdmission:
         self.sitemaps: set[str] = set()
         self._params = params  # tracking parameters dropped from every URL
         self._join_cache = JoinCache(params=params)  # sibling pages repeat their hrefs
+        self._finder: ElementFinder | None = None  # made on first use, kept for every page
         self._traps = TrapConfig()
         self._host_key = host_key
         self._levels = levels
@@ -173,6 +174,7 @@ class LinkAdmission:
                     x_robots_tag=[v for k, v in result.headers if k.lower() == "x-robots-tag"],
                     join=joiner.join,
                     robots_token=self._token,
+                    finder=self._element_finder(),
                 )
                 title = page.title
                 noindex = page.noindex
@@ -200,6 +202,12 @@ class LinkAdmission:
             forwarded,
             cash,
         )
+
+    def _element_finder(self) -> ElementFinder:
+        finder = self._finder
+        if finder is None:
+            finder = self._finder = new_element_finder()
+        return finder
 
     def _sitemap_urls(self, result: FetchResult, joiner: UrlJoiner, urls: list[str]) -> None:
         sitemap = parse_sitemap(result.body)

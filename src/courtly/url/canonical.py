@@ -66,6 +66,26 @@ _IPV4_RE: Final = re.compile(rf"(?:{_OCTET}\.){{3}}{_OCTET}")
 # WHATWG: a host whose last label is a number is an IPv4 address (or invalid).
 _NUMERIC_LABEL_RE: Final = re.compile(r"(?:[0-9]+|0x[0-9a-f]*)")
 _SCHEME_PREFIX_RE: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
+# An absolute URL that is its own canonical form when _is_plain_canonical agrees: lower-case
+# scheme and ASCII host, a port without leading zeros, a path of unreserved characters and
+# slashes, no userinfo, query or fragment (most links and every URL the crawl queued).
+_PLAIN_ABSOLUTE_RE: Final = re.compile(
+    r"(https?)://([a-z0-9_-]+(?:\.[a-z0-9_-]+)*)(?::([1-9][0-9]{0,4}))?/[A-Za-z0-9._~/-]*"
+)
+
+
+def _is_plain_canonical(text: str) -> bool:
+    """Whether ``text`` is a URL that canonicalises to itself with nothing to parse: what
+    :data:`_PLAIN_ABSOLUTE_RE` matches, with a host yarl and :func:`_serialize` keep as it is
+    (no IPv4 or hex-looking last label), a port that is not the scheme's default, and no
+    dot segment."""
+    match = _PLAIN_ABSOLUTE_RE.fullmatch(text)
+    if match is None:
+        return False
+    scheme, host, port = match.groups()
+    if host[-1].isdigit() or "0x" in host or "/." in text:
+        return False
+    return port is None or (int(port) <= 65535 and int(port) != _DEFAULT_PORTS[scheme])
 
 
 def canonicalize(
@@ -88,6 +108,8 @@ def canonicalize(
         raise InvalidURL(
             f"no host in URL {text[:100]!r}: an http(s) URL is scheme://host/path (two slashes)"
         )
+    if len(text) <= max_length and _is_plain_canonical(text):
+        return text
     try:
         canonical = _serialize(URL(text), params)
     except InvalidURL:
@@ -290,6 +312,8 @@ class UrlJoiner:
             if "/." in path:
                 path = _remove_dot_segments(path)
             return self._origin + path
+        if _is_plain_canonical(text):
+            return text
         ref = URL(text)
         if ref.scheme:
             return _serialize(ref, self._params)

@@ -4,6 +4,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from courtly.parse import PageLinks, extract_links
+from courtly.parse.links import new_element_finder
 
 PAGE = "http://example.test/dir/page.html"
 
@@ -306,3 +307,44 @@ _FRAGMENTS = st.sampled_from(
 def test_html_shaped_noise_never_raises(parts: list[str]) -> None:
     page = extract_links("".join(parts).encode(), PAGE)
     assert len({link.url for link in page.links}) == len(page.links)
+
+
+_ELEMENT_FRAGMENTS = st.sampled_from(
+    [
+        "<a href=/a>",
+        "<a>",
+        "<a href=''>",
+        "<area href=/area>",
+        "<area>",
+        "<link rel=canonical href=/c>",
+        "<link rel=next href=/n>",
+        "<link rel=stylesheet href=/s>",
+        "<link href=/l>",
+        "<base>",
+        "<base href=/b/>",
+        "<base target=_top>",
+        "<iframe src=/if>",
+        "<iframe>",
+        "<frame src=/f>",
+        '<meta name=robots content="noindex, nofollow">',
+        "<meta name=courtly content=nofollow>",
+        "<meta charset=utf-8>",
+        "<meta http-equiv=refresh content='0; url=/r'>",
+        "<meta http-equiv=refresh>",
+        "<meta>",
+        "<title>t</title>",
+        "<title></title>",
+        " rel=nofollow",
+        "x.html",
+        ">",
+        "<p>",
+    ]
+)
+_KEPT_FINDER = new_element_finder()
+
+
+@settings(max_examples=150, deadline=None)
+@given(parts=st.lists(_ELEMENT_FRAGMENTS, max_size=30))
+def test_a_kept_element_finder_gives_the_same_answer(parts: list[str]) -> None:
+    body = "".join(parts).encode()
+    assert extract_links(body, PAGE, finder=_KEPT_FINDER) == extract_links(body, PAGE)

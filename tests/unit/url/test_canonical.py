@@ -2,9 +2,13 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
+from yarl import URL
 
 from courtly.errors import InvalidURL
 from courtly.url import MAX_URL_LENGTH, canonicalize, host_of
+from courtly.url.canonical import _canonicalize_whatwg, _is_plain_canonical, _serialize
+from courtly.url.params import DEFAULT_PARAMS
 from tests.unit.url.strategies import urls
 
 # Each row: spellings of one resource that must collapse to one canonical form.
@@ -166,3 +170,73 @@ def test_canonicalize_is_idempotent(url: str) -> None:
 def test_session_ids_are_dropped(raw: str, expected: str) -> None:
     assert canonicalize(raw) == expected
     assert canonicalize(expected) == expected
+
+
+_PLAIN_LABELS = ("a", "b", "xn--", "xn--fa-hia", "0", "1", "255", "0x", "0x1f", "-", "_", "com")
+_PLAIN_PORTS = ("", ":0", ":1", ":80", ":443", ":8080", ":65535", ":65536", ":08080")
+_PLAIN_SEGMENTS = ("a", ".", "..", "~", "-", "_", ".a", "a.", "", "x.html", "A", "Z9")
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.sampled_from(("http://", "https://")),
+    st.lists(
+        st.lists(st.sampled_from(_PLAIN_LABELS), min_size=1, max_size=2).map("".join),
+        min_size=1,
+        max_size=3,
+    ).map(".".join),
+    st.sampled_from(_PLAIN_PORTS),
+    st.lists(st.sampled_from(_PLAIN_SEGMENTS), max_size=4).map("/".join),
+)
+def test_plain_canonical_fast_path_agrees_with_the_parse(
+    scheme: str, host: str, port: str, path: str
+) -> None:
+    # A URL taken as its own canonical form without parsing is one the parse keeps as it is.
+    url = f"{scheme}{host}{port}/{path}"
+    if not _is_plain_canonical(url):
+        return
+    try:
+        parsed = _serialize(URL(url), DEFAULT_PARAMS)
+    except ValueError as error:
+        pytest.fail(f"{url!r} taken as canonical, but the parse refuses it: {error}")
+    if parsed is None:
+        parsed = _canonicalize_whatwg(url, DEFAULT_PARAMS)
+    assert parsed == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com/a/b.html",
+        "https://a-b.example_1.test:8080/",
+        "http://x.test:65535/~u/-/_.x",
+    ],
+)
+def test_plain_canonical_urls_are_returned_as_they_are(url: str) -> None:
+    assert _is_plain_canonical(url)
+    assert canonicalize(url) == url
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com:80/",
+        "https://example.com:443/",
+        "http://example.com:080/",
+        "http://example.com:65536/",
+        "http://127.0.0.1/",
+        "http://a.0x1f/",
+        "http://example.com./",
+        "http://Example.com/",
+        "HTTP://example.com/",
+        "http://example.com",
+        "http://example.com/a/./b",
+        "http://example.com/a/../b",
+        "http://example.com/a?q",
+        "http://example.com/a#f",
+        "http://u@example.com/",
+        "http://example.com/%7E",
+    ],
+)
+def test_urls_the_fast_path_leaves_to_the_parse(url: str) -> None:
+    assert not _is_plain_canonical(url)
