@@ -67,6 +67,17 @@ async def _settle() -> None:
         await asyncio.sleep(0)
 
 
+def _gate(places: Places) -> tuple[SharedIpGate[str], list[str], list[asyncio.Task[None]]]:
+    """A gate over ``places``, the items it handed on, and the tasks it spawned."""
+    admitted: list[str] = []
+    tasks: list[asyncio.Task[None]] = []
+
+    def spawn(coro: Coroutine[Any, Any, None]) -> None:
+        tasks.append(asyncio.get_running_loop().create_task(coro))
+
+    return SharedIpGate(places, spawn, admitted.append), admitted, tasks
+
+
 async def test_two_gates_on_one_store_keep_the_cap_between_them() -> None:
     places = Places(cap=2)
     admitted: list[str] = []
@@ -93,13 +104,7 @@ async def test_two_gates_on_one_store_keep_the_cap_between_them() -> None:
 
 async def test_drained_items_never_go_on_and_take_no_place() -> None:
     places = Places(cap=1)
-    admitted: list[str] = []
-    tasks: list[asyncio.Task[None]] = []
-
-    def spawn(coro: Coroutine[Any, Any, None]) -> None:
-        tasks.append(asyncio.get_running_loop().create_task(coro))
-
-    gate: SharedIpGate[str] = SharedIpGate(places, spawn, admitted.append)
+    gate, admitted, tasks = _gate(places)
     gate.admit("10.0.0.1", "x")
     gate.admit("10.0.0.1", "y")
     await _settle()
@@ -115,13 +120,7 @@ async def test_at_close_nothing_goes_on_even_when_a_cancellation_is_lost() -> No
     took the place freed at close, handed its item on and waited for its release for
     good (the scheduler's task group, and so the spider, never ended)."""
     places = Places(cap=1, lose_cancellations=1, close_ends_waits=False)
-    admitted: list[str] = []
-    tasks: list[asyncio.Task[None]] = []
-
-    def spawn(coro: Coroutine[Any, Any, None]) -> None:
-        tasks.append(asyncio.get_running_loop().create_task(coro))
-
-    gate: SharedIpGate[str] = SharedIpGate(places, spawn, admitted.append)
+    gate, admitted, tasks = _gate(places)
     gate.admit("10.0.0.1", "x")
     gate.admit("10.0.0.1", "y")
     await _settle()
@@ -139,13 +138,7 @@ async def test_at_close_nothing_goes_on_even_when_a_cancellation_is_lost() -> No
 
 async def test_closing_the_places_ends_the_waits_and_keeps_the_items() -> None:
     places = Places(cap=1)
-    admitted: list[str] = []
-    tasks: list[asyncio.Task[None]] = []
-
-    def spawn(coro: Coroutine[Any, Any, None]) -> None:
-        tasks.append(asyncio.get_running_loop().create_task(coro))
-
-    gate: SharedIpGate[str] = SharedIpGate(places, spawn, admitted.append)
+    gate, admitted, tasks = _gate(places)
     gate.admit("10.0.0.1", "x")
     gate.admit("10.0.0.1", "y")
     await _settle()
