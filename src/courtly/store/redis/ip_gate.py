@@ -54,7 +54,9 @@ class RedisIpGate:
     exchange (the fetch timeouts plus reading the body). ``ready`` is awaited before
     each call (the store's ``open``). ``calls`` bounds the calls in flight (the store
     shares its own: every caller of one client together stays within its pool, which
-    refuses a call beyond its size instead of waiting).
+    refuses a call beyond its size instead of waiting). ``send(*command)``, if given,
+    sends each command instead of the client (the store's batcher on standalone Redis:
+    a command goes in one pipeline with the other callers' of its round).
     """
 
     def __init__(
@@ -68,6 +70,7 @@ class RedisIpGate:
         poll_s: float = 0.01,
         max_poll_s: float = 0.08,
         calls: asyncio.Semaphore | None = None,
+        send: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         if cap < 1:
             raise ValueError("cap must be >= 1")
@@ -82,6 +85,7 @@ class RedisIpGate:
         self._ready = ready
         self._calls = calls if calls is not None else asyncio.Semaphore(_CALLS)
         self._script = client.register_script(script_text("ip_gate"))
+        self._send = send
         self._ids = itertools.count()
         self._me = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
 
@@ -97,7 +101,10 @@ class RedisIpGate:
         finally:
             try:
                 async with self._calls:
-                    await self._client.zrem(key, token)
+                    if self._send is None:
+                        await self._client.zrem(key, token)
+                    else:
+                        await self._send("ZREM", key, token)
             except _gone() as error:  # the slot frees itself after hold_s
                 log.warning("%s: slot not given back (%s); it frees itself", key, error)
             finally:
@@ -111,11 +118,23 @@ class RedisIpGate:
         so the caller asks again after its poll interval)."""
         try:
             async with self._calls:
-                got = await self._script(keys=[key], args=[token, self._cap, self._hold_ms])
+                got = await self._call_script(key, token)
         except _gone() as error:
             log.warning("%s: no slot while redis is unavailable: %s", key, error)
             return self._max_poll_s * 1000.0
         return None if int(got[0]) == 1 else float(got[1])
+
+    async def _call_script(self, key: str, token: str) -> Any:
+        args = [token, self._cap, self._hold_ms]
+        sha = getattr(self._script, "sha", None)
+        if self._send is None or sha is None:
+            return await self._script(keys=[key], args=args)
+        from redis.exceptions import NoScriptError
+
+        try:
+            return await self._send("EVALSHA", sha, 1, key, *args)
+        except NoScriptError:  # a server that does not know it yet: EVAL caches it there
+            return await self._client.eval(script_text("ip_gate"), 1, key, *args)
 
     async def _wait_for_slot(self, ip: str, key: str, token: str) -> None:
         """Take a slot of ``ip``: at once if this process has no request waiting for the
