@@ -178,6 +178,11 @@ def one_run(
         )
     }
     pages = figures["pages"]
+    row["requests"] = len(records)
+    row["robots_requests"] = sum(1 for r in records if r.path.startswith("/robots"))
+    connections = len({(r.ip, r.conn) for r in records})
+    row["requests_per_connection"] = round(len(records) / connections, 2) if connections else None
+    row["cpu_ms_per_request"] = round(1000.0 * cost.cpu_s / len(records), 3) if records else None
     row["pages_per_cpu_s"] = round(pages / cost.cpu_s, 1) if cost.cpu_s else None
     row["redis_server_cpu_s"] = round(server_cpu, 2)
     total = cost.cpu_s + server_cpu
@@ -235,7 +240,7 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
             runs[label].append(row)
 
     def median(label: str, key: str) -> float | None:
-        values = [r[key] for r in runs[label] if r[key] is not None]
+        values = [r[key] for r in runs[label] if r.get(key) is not None]
         return round(statistics.median(values), 2) if values else None
 
     medians = {
@@ -247,6 +252,9 @@ def compare(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
                 "pages_per_cpu_s_with_server",
                 "cpu_s",
                 "order_score",
+                "requests_per_connection",
+                "robots_requests",
+                "cpu_ms_per_request",
             )
         }
         | {

@@ -70,7 +70,9 @@ class RedisIpGate:
     exchange (the fetch timeouts plus reading the body). ``ready`` is awaited before
     each call (the store's ``open``). ``calls`` bounds the calls in flight (the store
     shares its own: every caller of one client together stays within its pool, which
-    refuses a call beyond its size instead of waiting).
+    refuses a call beyond its size instead of waiting). ``send(*command)``, if given,
+    sends each command instead of the client (the store's batcher on standalone Redis:
+    a command goes in one pipeline with the other callers' of its round).
     """
 
     def __init__(
@@ -86,6 +88,7 @@ class RedisIpGate:
         head_poll_s: float = 0.02,
         lapse_s: float = 2.0,
         calls: asyncio.Semaphore | None = None,
+        send: Callable[..., Awaitable[Any]] | None = None,
     ) -> None:
         if cap < 1:
             raise ValueError("cap must be >= 1")
@@ -102,6 +105,7 @@ class RedisIpGate:
         self._ready = ready
         self._calls = calls if calls is not None else asyncio.Semaphore(_CALLS)
         self._script = client.register_script(script_text("ip_gate"))
+        self._send = send
         self._ids = itertools.count()
         self._me = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._closed = False
@@ -128,7 +132,10 @@ class RedisIpGate:
         finally:
             try:
                 async with self._calls:
-                    await self._client.zrem(key, token)
+                    if self._send is None:
+                        await self._client.zrem(key, token)
+                    else:
+                        await self._send("ZREM", key, token)
             except _gone() as error:  # the slot frees itself after hold_s
                 log.warning("%s: slot not given back (%s); it frees itself", key, error)
             finally:
@@ -148,9 +155,8 @@ class RedisIpGate:
         interval."""
         try:
             async with self._calls:
-                got = await self._script(
-                    keys=keys,
-                    args=[token, self._cap, self._hold_ms, self._me, self._lapse_ms, "take"],
+                got = await self._call_script(
+                    keys, [token, self._cap, self._hold_ms, self._me, self._lapse_ms, "take"]
                 )
         except _gone() as error:
             log.warning("%s: no slot while redis is unavailable: %s", keys[0], error)
@@ -161,9 +167,21 @@ class RedisIpGate:
         """This gate waits no more at the address: give up its turn (else it lapses)."""
         try:
             async with self._calls:
-                await self._script(keys=keys, args=["", 0, 0, self._me, 0, "leave"])
+                await self._call_script(keys, ["", 0, 0, self._me, 0, "leave"])
         except _gone() as error:
             log.warning("%s: turn not given up (%s); it lapses", keys[0], error)
+
+    async def _call_script(self, keys: list[str], args: list[Any]) -> Any:
+        """The gate's script on ``keys`` (through the store's pipelined calls if given)."""
+        sha = getattr(self._script, "sha", None)
+        if self._send is None or sha is None:
+            return await self._script(keys=keys, args=args)
+        from redis.exceptions import NoScriptError
+
+        try:
+            return await self._send("EVALSHA", sha, len(keys), *keys, *args)
+        except NoScriptError:  # a server that does not know it yet: EVAL caches it there
+            return await self._client.eval(script_text("ip_gate"), len(keys), *keys, *args)
 
     async def _wait_for_slot(self, ip: str, keys: list[str], token: str) -> None:
         """Take a slot of ``ip``: at once if this process has no request waiting for the

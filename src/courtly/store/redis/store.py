@@ -59,6 +59,7 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 from courtly.store.base import LeaseBatch
+from courtly.store.redis.batcher import CallBatcher
 from courtly.store.redis.coalescer import Coalescer
 from courtly.store.redis.codec import (
     bloom_hashes,
@@ -261,6 +262,8 @@ class RedisStore(RevisitSeam):
         self._replica_wait_ms = max(1, round(replica_wait_s * 1000.0))
         self._unreplicated: dict[str, float] = {}  # master -> monotonic time to wait again
         self._scripts: dict[str, Any] = {}
+        self._batcher = None if hasattr(client, "get_node_from_key") else CallBatcher(client)
+        """Standalone: the calls of concurrent callers go in one pipeline per round trip."""
         self._opened = False
         self._open_lock = asyncio.Lock()
         self._calls = asyncio.Semaphore(_CALLS_IN_FLIGHT)
@@ -294,6 +297,8 @@ class RedisStore(RevisitSeam):
 
     async def open(self) -> None:
         """Load the scripts and read (or create) the crawl's layout; idempotent."""
+        if self._opened:  # every call comes here first: no lock once open
+            return
         async with self._open_lock:
             if self._opened:
                 return
@@ -616,14 +621,14 @@ class RedisStore(RevisitSeam):
         await self.open()
         blob_key = self._blob_key(namespace, key)
         async with self._calls:
-            value = await self._retrying(lambda: self._client.get(blob_key))
+            value = await self._retrying(lambda: self._command("GET", blob_key))
         return None if value is None else bytes(value)
 
     async def put_blob(self, namespace: str, key: str, value: bytes) -> None:
         await self.open()
         blob_key, data = self._blob_key(namespace, key), bytes(value)
         async with self._calls:
-            await self._retrying(lambda: self._client.set(blob_key, data))
+            await self._retrying(lambda: self._command("SET", blob_key, data))
 
     async def get_blobs(self, namespace: str, keys: Sequence[str]) -> list[bytes | None]:
         """One MGET-like round trip (a pipeline of GETs: the keys span slots)."""
@@ -715,13 +720,21 @@ class RedisStore(RevisitSeam):
             await self._found.aclose()
             if self._opened:
                 await self._flush_index()
+            if self._batcher is not None:
+                await self._batcher.aclose()
         finally:
             await self._client.aclose()
 
     def ip_gate(self, cap: int, hold_s: float) -> RedisIpGate:
         """The crawl's per-IP cap of ``cap`` requests in flight, across every fetcher."""
         return RedisIpGate(
-            self._client, self._crawl, cap, hold_s, ready=self.open, calls=self._calls
+            self._client,
+            self._crawl,
+            cap,
+            hold_s,
+            ready=self.open,
+            calls=self._calls,
+            send=None if self._batcher is None else self._batcher.call,
         )
 
     # -- internals ----------------------------------------------------------------
@@ -784,12 +797,23 @@ class RedisStore(RevisitSeam):
         from redis.exceptions import NoScriptError
 
         try:
-            raw = await self._scripts[name](keys=keys, args=argv)
+            script = self._scripts[name]
+            sha = getattr(script, "sha", None)  # a wrapped client's script may have none
+            if self._batcher is None or sha is None:
+                raw = await script(keys=keys, args=argv)
+            else:
+                raw = await self._batcher.call("EVALSHA", sha, len(keys), *keys, *argv)
         except NoScriptError:
             raw = await self._client.eval(script_text(name), len(keys), *keys, *argv)
         if raw == _MOVING:
             raise SlotMoving(f"the slot of {keys[0]} is migrating")
         return raw
+
+    async def _command(self, *command: Any) -> Any:
+        """One plain command, in the batcher's next round on standalone Redis."""
+        if self._batcher is None:
+            return await self._client.execute_command(*command)
+        return await self._batcher.call(*command)
 
     async def _replicated(self, shard_key: str) -> None:
         """Wait until ``replica_acks`` replicas hold every write the shard's master made
@@ -884,10 +908,9 @@ class RedisStore(RevisitSeam):
             self._crawl_key + "nx",
             self._crawl_key + "of",
         ]
-        script = self._scripts["index"]
         try:
             async with self._calls:
-                raw = await self._retrying(lambda: script(keys=keys, args=args))
+                raw = await self._retrying(lambda: self._run("index", keys, args))
         except BaseException:
             for shard, update in pending.items():
                 self._pending.setdefault(shard, update)

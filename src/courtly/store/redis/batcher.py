@@ -1,0 +1,108 @@
+"""Commands of concurrent callers sent together: one pipeline per round trip.
+
+A Redis fetcher makes several calls per page (a place at the page's address and its
+release, the completion, a share of a lease, robots.txt blobs), each from its own
+task. Sent alone, every call pays the client's whole path: a pooled connection
+taken and given back, the command packed and written, a wake-up of the event loop
+for its reply. That path, not the server, is most of what a Redis fetcher spends
+beyond a local one. A :class:`CallBatcher` queues the commands its callers give it
+and sends them in rounds: one non-transactional pipeline per round (one write, one
+read of every reply), at most ``rounds`` rounds under way at once, so what arrives
+while they are out goes in the next round. The first command starts a round at the
+next turn of the event loop: nothing waits for a timer.
+
+Each command is still its own step on the server (a pipeline is not a transaction):
+a script's atomicity and every rule it keeps are unchanged, and the order of two
+commands of one caller is kept (a caller awaits each reply before its next call).
+A command's error is its caller's alone (``raise_on_error=False``); a round that
+fails whole (the connection dropped) fails every command in it, and each caller
+retries as it would a lost single call (the store's writing scripts answer a call
+sent again with their first reply). A command whose caller was cancelled before its
+round left is not sent.
+
+Standalone Redis only: the store keeps the cluster client's own routing, redirection
+and slot refreshes (a cluster pipeline splits by node and retries differently).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+__all__ = ["CallBatcher"]
+
+
+class CallBatcher:
+    """``await call(*command)``: the command's reply, sent in a pipeline with the
+    commands of the other callers of this round (at most ``max_batch`` a round)."""
+
+    def __init__(self, client: Any, *, rounds: int = 2, max_batch: int = 64) -> None:
+        if rounds < 1 or max_batch < 1:
+            raise ValueError("rounds and max_batch must be >= 1")
+        self._client = client
+        self._rounds = rounds
+        self._max_batch = max_batch
+        self._queue: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._out = 0
+        self._scheduled = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.sent_rounds = 0
+        """Rounds sent so far."""
+        self.sent_commands = 0
+        """Commands sent so far."""
+
+    async def call(self, *command: Any) -> Any:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._queue.append((command, future))
+        if not self._scheduled and self._out < self._rounds:
+            self._scheduled = True
+            loop.call_soon(self._start)
+        return await future
+
+    def _start(self) -> None:
+        self._scheduled = False
+        while self._queue and self._out < self._rounds:
+            batch = [item for item in self._queue[: self._max_batch] if not item[1].done()]
+            del self._queue[: self._max_batch]
+            if not batch:
+                continue
+            self._out += 1
+            task = asyncio.get_running_loop().create_task(self._send(batch))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, batch: list[tuple[tuple[Any, ...], asyncio.Future[Any]]]) -> None:
+        try:
+            pipe = self._client.pipeline(transaction=False)
+            for command, _ in batch:
+                pipe.execute_command(*command)
+            self.sent_rounds += 1
+            self.sent_commands += len(batch)
+            replies = await pipe.execute(raise_on_error=False)
+        except Exception as error:  # the round failed whole: each caller decides
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(error)
+        except BaseException:  # cancelled (the loop closing): so are its callers
+            for _, future in batch:
+                future.cancel()
+            raise
+        else:
+            for (_, future), reply in zip(batch, replies, strict=True):
+                if future.done():
+                    continue
+                if isinstance(reply, Exception):
+                    future.set_exception(reply)
+                else:
+                    future.set_result(reply)
+        finally:
+            self._out -= 1
+            if self._queue and not self._scheduled:
+                self._scheduled = True
+                asyncio.get_running_loop().call_soon(self._start)
+
+    async def aclose(self) -> None:
+        """Wait for the rounds under way (their callers get their replies)."""
+        while self._tasks:
+            await asyncio.gather(*list(self._tasks), return_exceptions=True)
