@@ -488,12 +488,15 @@ SLOW_ONE_ADDRESS_SPEC = replace(
 )
 """Eight hosts on one address, each answering in 0.1 s: with 2 places there the address,
 not the hosts' gaps, bounds the crawl, and most leased requests wait for a place."""
-FAIR_SHARE = 0.25
+UNSTARVED_SHARE = 0.1
 """The least share of the responses each of two processes gets on that web (180 / 0
-without the rule): the places of the address go to the processes in turn (the store's
-queue of waiting processes per address; docs/distributed.md, *Hosts behind one
-address*). Before the turns only a tenth could be asserted: a process giving a place
-back took it again at once, and one run in CI gave 44 / 136."""
+without the rule): neither is starved. The places of the address go to the processes in
+turn (the store's queue of waiting processes per address; docs/distributed.md, *Hosts
+behind one address*; ``test_redis_store.py`` checks strict alternation), but an even
+split is not asserted: which process leases a host that comes due is a race, and a host
+tends to stay with the process that fetched it last (that process knows its next time and
+leases it ahead). 2 of 30 runs split the 8 hosts' 180 responses 44 / 136 (about two hosts
+and six: docs/scrapy.md)."""
 
 
 @pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
@@ -541,7 +544,7 @@ def test_two_processes_share_a_slow_one_address_web(tmp_path: Path) -> None:
     assert report.coverage == 1.0, report.summary()
     responses = [run.stat("downloader/response_count") for run in runs]
     assert sum(responses) == len(records)
-    assert min(responses) >= FAIR_SHARE * sum(responses), (
+    assert min(responses) >= UNSTARVED_SHARE * sum(responses), (
         responses,
         [run.stat("courtly/address_busy") for run in runs],
     )
