@@ -39,6 +39,7 @@ from courtly.frontier.politeness import lost_answer_hold_s
 from courtly.integrations.scrapy.codec import RequestCodec
 from courtly.integrations.scrapy.engine import wake_engine
 from courtly.integrations.scrapy.feedback import Feedback
+from courtly.integrations.scrapy.heap import FrozenHeap
 from courtly.integrations.scrapy.held import KEY_META, PARENT_META, SLOT_META, Add, Held
 from courtly.integrations.scrapy.keys import key_for, level_for_priority, payload_id_of
 from courtly.integrations.scrapy.loop_probe import LoopProbe
@@ -94,6 +95,7 @@ class CourtlyScheduler:
         self._feedback: Feedback | None = None
         self._payloads: Payloads | None = None
         self._task: asyncio.Task[None] | None = None
+        self._heap = FrozenHeap(config.gc_freeze)
         self._probe: LoopProbe | None = None
 
     @classmethod
@@ -229,6 +231,7 @@ class CourtlyScheduler:
         self._probe = LoopProbe(self._clock, loop.call_later, self._stats.loop_lag)
         self._probe.start()
         self._task = loop.create_task(refill.run())
+        self._heap.freeze()  # everything made so far lives as long as the spider
 
     def _open_store(self) -> FrontierStore:
         queues = self._fconfig.queues
@@ -259,6 +262,7 @@ class CourtlyScheduler:
         )
 
     async def _close(self, reason: str) -> None:
+        self._heap.thaw()
         refill, pipe, payloads = self._refill, self._pipe, self._payloads
         if refill is None or pipe is None or payloads is None:
             return

@@ -13,6 +13,7 @@ Scrapy setting                     CLI flag                    default
 ``COURTLY_ALLOW_PRIVATE_NETWORKS`` ``--allow-private-networks`` false
 ``COURTLY_BACK_QUEUES``            ``--back-queues``           see :func:`default_back_queues`
 ``COURTLY_MAX_WAIT``               (Scrapy only)               600 s
+``COURTLY_GC_FREEZE``              (Scrapy only)               true
 =================================  ==========================  =========================
 
 The User-Agent (for robots.txt matching too) is Scrapy's ``USER_AGENT``; the number
@@ -89,6 +90,9 @@ class CourtlySettings:
     back_queues: int = 16
     """:func:`default_back_queues` from :meth:`from_settings`."""
     crawl_name: str | None = None
+    gc_freeze: bool = True
+    """Keep the objects alive at spider open out of the cyclic collector's reach while
+    the spider runs (:mod:`courtly.integrations.scrapy.heap`)."""
 
     @property
     def shared(self) -> bool:
@@ -144,6 +148,7 @@ class CourtlySettings:
             concurrency=concurrency,
             lease_ttl_s=max(60.0, timeout_s + 60.0),
             max_wait_s=settings.getfloat("COURTLY_MAX_WAIT", 600.0),
+            gc_freeze=settings.getbool("COURTLY_GC_FREEZE", True),
             back_queues=settings.getint(
                 "COURTLY_BACK_QUEUES",
                 default_back_queues(concurrency, settings.getfloat("COURTLY_MIN_DELAY", 1.0)),

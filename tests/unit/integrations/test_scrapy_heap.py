@@ -1,0 +1,44 @@
+"""The add-on freezes the heap at spider open and thaws it at close, once each."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+
+import pytest
+from scrapy.settings import Settings
+
+from courtly.integrations.scrapy import CourtlySettings
+from courtly.integrations.scrapy.heap import FrozenHeap
+
+
+@pytest.fixture(autouse=True)
+def _unfrozen() -> Iterator[None]:
+    gc.unfreeze()
+    yield
+    gc.unfreeze()
+
+
+def test_freeze_moves_the_live_objects_out_of_reach_and_thaw_gives_them_back() -> None:
+    heap = FrozenHeap(enabled=True)
+    heap.freeze()
+    frozen = gc.get_freeze_count()
+    assert heap.frozen and frozen > 0
+    heap.freeze()  # once
+    assert gc.get_freeze_count() == frozen
+    heap.thaw()
+    assert not heap.frozen and gc.get_freeze_count() == 0
+    heap.thaw()  # once
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_disabled_heap_leaves_the_collector_alone() -> None:
+    heap = FrozenHeap(enabled=False)
+    heap.freeze()
+    assert not heap.frozen and gc.get_freeze_count() == 0
+
+
+def test_the_setting_is_on_by_default_and_can_be_turned_off() -> None:
+    assert CourtlySettings.from_settings(Settings()).gc_freeze
+    off = CourtlySettings.from_settings(Settings({"COURTLY_GC_FREEZE": "false"}))
+    assert not off.gc_freeze
