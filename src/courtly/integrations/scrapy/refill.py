@@ -275,7 +275,13 @@ class Refill:
             pipe.frontier_busy = busy or await self._crawl_has_leases(now)
             return SHARED_POLL_S
         wait_s = batch.next_ready_at - ahead - now
-        pipe.frontier_busy = bool(leased or pipe.adds) or wait_s <= self.config.max_wait_s
+        busy = bool(leased or pipe.adds) or wait_s <= self.config.max_wait_s
+        if not busy and self.config.shared:
+            # The next host is far off, but another process's leases can bring one
+            # sooner (a host it gives back, its completions' new links): a shared crawl
+            # ends for this process only when no process holds a lease.
+            busy = await self._crawl_has_leases(now)
+        pipe.frontier_busy = busy
         return max(0.0005, min(wait_s, MAX_IDLE_S))
 
     async def _crawl_has_leases(self, now: float) -> bool:
