@@ -38,7 +38,7 @@ from functools import cache
 from typing import Any
 
 from courtly.fetch.ip_gate import GateClosed
-from courtly.store.redis.scripts import script_text
+from courtly.store.redis.scripts import run_script, script_text
 
 __all__ = ["RedisIpGate"]
 
@@ -173,15 +173,7 @@ class RedisIpGate:
 
     async def _call_script(self, keys: list[str], args: list[Any]) -> Any:
         """The gate's script on ``keys`` (through the store's pipelined calls if given)."""
-        sha = getattr(self._script, "sha", None)
-        if self._send is None or sha is None:
-            return await self._script(keys=keys, args=args)
-        from redis.exceptions import NoScriptError
-
-        try:
-            return await self._send("EVALSHA", sha, len(keys), *keys, *args)
-        except NoScriptError:  # a server that does not know it yet: EVAL caches it there
-            return await self._client.eval(script_text("ip_gate"), len(keys), *keys, *args)
+        return await run_script(self._client, self._script, "ip_gate", keys, args, self._send)
 
     async def _wait_for_slot(self, ip: str, keys: list[str], token: str) -> None:
         """Take a slot of ``ip``: at once if this process has no request waiting for the

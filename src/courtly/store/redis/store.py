@@ -75,7 +75,7 @@ from courtly.store.redis.codec import (
 )
 from courtly.store.redis.ip_gate import RedisIpGate
 from courtly.store.redis.revisits import RevisitSeam
-from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, script_text
+from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, run_script, script_text
 from courtly.store.scheduler import DUE_FOR_BREADTH, MAX_HINTS, is_aged
 
 __all__ = ["RedisLayout", "RedisStore"]
@@ -794,17 +794,8 @@ class RedisStore(RevisitSeam):
         """One shard script call. A node that lacks the script even after the client
         loaded it on the nodes it knows (a master added while the client ran, reached
         by an ASK redirection) gets its full text once (EVAL caches it there)."""
-        from redis.exceptions import NoScriptError
-
-        try:
-            script = self._scripts[name]
-            sha = getattr(script, "sha", None)  # a wrapped client's script may have none
-            if self._batcher is None or sha is None:
-                raw = await script(keys=keys, args=argv)
-            else:
-                raw = await self._batcher.call("EVALSHA", sha, len(keys), *keys, *argv)
-        except NoScriptError:
-            raw = await self._client.eval(script_text(name), len(keys), *keys, *argv)
+        send = None if self._batcher is None else self._batcher.call
+        raw = await run_script(self._client, self._scripts[name], name, keys, argv, send)
         if raw == _MOVING:
             raise SlotMoving(f"the slot of {keys[0]} is migrating")
         return raw
