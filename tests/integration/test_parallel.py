@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import psutil
 import pytest
 from click.testing import CliRunner
 
@@ -374,6 +375,71 @@ def test_a_signal_stops_every_partition_and_the_resume_ends_politely(
     )
     print(f"2 processes, stopped and resumed:\n{report.summary()}")
     assert_polite(report)  # duplicates included: a stop finishes what it started
+    assert report.coverage >= COVERAGE_FLOOR, report.summary()
+
+
+def test_partitions_stop_by_themselves_when_their_parent_is_killed(
+    tmp_path: Path, serve_web: Callable[[SandboxSpec], LiveWeb]
+) -> None:
+    """``courtly crawl --processes 2`` SIGKILLed mid-crawl (the parent only, as an OOM
+    killer would): its partitions see the parent gone, stop leasing, finish their requests
+    in flight and exit, and so does anything else it started (the fork server the
+    partitions come from); nothing holds the state directory afterwards, and the same
+    command resumes the crawl and ends it politely."""
+    web = serve_web(finite_small_spec())
+    state = tmp_path / "state"
+    config = crawl_config(web, state, concurrency=None)
+    command = [
+        sys.executable, "-m", "courtly", "crawl",
+        "--seeds-file", str(web.server.seeds_file),
+        *crawl_flags(web, state),
+        "--timeout", "10",
+    ]  # fmt: skip
+    log = tmp_path / "crawl.log"
+    with log.open("ab") as err:
+        first = subprocess.Popen([*command, "--processes", "2"], stdout=err, stderr=err)
+    parent = psutil.Process(first.pid)
+    try:
+        deadline = time.monotonic() + GUARD_S
+        while web.server.requests_logged < 40 and first.poll() is None:
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.01)
+        started = parent.children(recursive=True)
+        first.kill()
+        first.wait()
+        _gone, alive = psutil.wait_procs(started, timeout=GUARD_S)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    for process in alive:  # only after a failed check: leave nothing behind
+        process.kill()
+    assert len(started) >= 2, "the crawl started no partitions"
+    assert not alive, f"left running after their parent was killed: {alive}\n{log.read_text()}"
+    assert "the parent process is gone: stopping" in log.read_text()
+    result = CliRunner().invoke(cli_main, ["status", "--state", str(state), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["running"] is False
+
+    resumed = subprocess.run(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=GUARD_S
+    )
+    assert resumed.returncode == ExitCode.DONE, resumed.stderr.decode()
+    result = CliRunner().invoke(cli_main, ["status", "--state", str(state), "--json"])
+    ended = json.loads(result.output)
+    assert ended["frontier"]["queued"] == 0 and ended["frontier"]["leased"] == 0
+    report = audit(
+        web.records(),
+        spec_or_truth=web.server.truth,
+        min_delay_s=config.min_delay_s,
+        per_ip_cap=PER_IP,
+        user_agent_token="courtly",
+        seeds=config.seeds,
+        follow_sitemaps=config.follow_sitemaps,
+        tolerance_s=0.0,
+    )
+    print(f"2 processes, parent killed, resumed:\n{report.summary()}")
+    assert_polite(report)  # duplicates included: the partitions finished what they started
     assert report.coverage >= COVERAGE_FLOOR, report.summary()
 
 

@@ -1,13 +1,14 @@
 """The process of one partition: its crawler, its :class:`HostPartition`, and the queues
-to the parent (spawned by :class:`~courtly.parallel.supervisor.PartitionedCrawl`)."""
+to the parent (started by :class:`~courtly.parallel.supervisor.PartitionedCrawl`)."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import os
+import multiprocessing
 import queue
 import signal
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -37,7 +38,8 @@ def child_main(
     page_budget: SharedPageBudget | None = None,
     gate: MachineIpGate | None = None,
 ) -> None:
-    """Entry point of partition ``index``'s process (spawned); ``page_budget`` is the
+    """Entry point of partition ``index``'s process (started by the supervisor's
+    :func:`~courtly.parallel.start.start_context`); ``page_budget`` is the
     crawl's ``--max-pages``, shared by every partition; ``gate`` is the per-IP cap the
     partitions share."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays the terminal's ^C
@@ -59,7 +61,7 @@ def child_main(
             fsync=fsync,
             commands=next_command,
             report=lambda status: replies.put(("status", status)),
-            parent_pid=os.getppid(),
+            parent_alive=_parent_watch(),
         )
         try:
             crawler = Crawler(
@@ -81,3 +83,10 @@ def child_main(
     replies.put(("final", index, snapshot))
     replies.close()
     replies.join_thread()
+
+
+def _parent_watch() -> Callable[[], bool] | None:
+    """Whether the process that started this one is alive, read from its sentinel (a
+    pipe it holds open: not the parent PID, which with a fork server is the server's)."""
+    parent = multiprocessing.parent_process()
+    return None if parent is None else parent.is_alive

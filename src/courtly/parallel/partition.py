@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -31,8 +30,8 @@ class HostPartition:
     """A :class:`courtly.crawl.Partition` backed by inbox files in the shared state directory.
 
     ``commands`` (polled, ``None`` when there is none) and ``report`` connect it
-    to the parent; ``parent_pid``, when given, is watched: if the parent goes
-    away the crawl stops. ``forget_after`` bounds the set of URLs recently
+    to the parent; ``parent_alive``, when given, is asked at every poll: once it says
+    the parent is gone, the crawl stops. ``forget_after`` bounds the set of URLs recently
     forwarded (a URL found again while still in it is not forwarded again; one
     evicted is forwarded again and dropped by the owner's seen-set).
     """
@@ -46,7 +45,7 @@ class HostPartition:
         fsync: bool = False,
         commands: Callable[[], Command | None] | None = None,
         report: Callable[[PartitionStatus], None] | None = None,
-        parent_pid: int | None = None,
+        parent_alive: Callable[[], bool] | None = None,
         poll_s: float = 0.02,
         forget_after: int = 200_000,
     ) -> None:
@@ -58,7 +57,7 @@ class HostPartition:
         self._fsync = fsync
         self._commands = commands or (lambda: None)
         self._report = report or (lambda status: None)
-        self._parent_pid = parent_pid
+        self._parent_alive = parent_alive
         self._poll_s = poll_s
         self._forget_after = forget_after
         self._recent: OrderedDict[str, None] = OrderedDict()
@@ -158,7 +157,7 @@ class HostPartition:
                         crawler.request_stop(command.reason)
                     else:
                         crawler.abort()
-                if self._parent_pid is not None and os.getppid() != self._parent_pid:
+                if self._parent_alive is not None and not self._parent_alive():
                     log.warning("the parent process is gone: stopping")
                     crawler.request_stop("parent_gone")
                 # Read again at once only while a read came back full (a backlog): URLs

@@ -1,11 +1,10 @@
-"""The parent of a partitioned crawl: spawns the partitions, relays stop requests, probes
+"""The parent of a partitioned crawl: starts the partitions, relays stop requests, probes
 them for the end of the crawl, shows the summed progress, returns the summed snapshot."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
 import queue
 import time
 from collections.abc import Sequence
@@ -21,6 +20,7 @@ from courtly.parallel.aggregate import merge_snapshots
 from courtly.parallel.child import child_main
 from courtly.parallel.layout import IP_SLOTS_FILE, claim_layout, partition_config
 from courtly.parallel.messages import Abort, Command, PartitionStatus, Probe, Stop
+from courtly.parallel.start import start_context
 from courtly.parallel.termination import TerminationDetector
 from courtly.stop import ending
 
@@ -37,7 +37,7 @@ class PartitionedCrawl:
     """``config.processes`` crawler processes over one state directory; same surface as
     :class:`~courtly.crawl.Crawler` (``run``, ``request_stop``, ``abort``).
 
-    ``run`` records the layout (refusing a different number of processes), spawns
+    ``run`` records the layout (refusing a different number of processes), starts
     the partitions, relays stop requests, shows the summed progress, detects the
     end of the crawl when no time or page limit ends it first, and returns the
     summed final snapshot. A partition that fails stops the others and raises.
@@ -78,7 +78,7 @@ class PartitionedCrawl:
         n = self.config.processes
         claim_layout(root, n)
         fsync = self.config.durability == "power"
-        context = multiprocessing.get_context("spawn")
+        context = start_context()
         replies: Queue[tuple[Any, ...]] = context.Queue()
         commands: list[Queue[Command]] = [context.Queue() for _ in range(n)]
         max_pages = self.config.max_pages
