@@ -15,6 +15,7 @@ from courtly.observe.metrics import metrics_text
 from courtly.observe.observation import Observation, merge_observed
 from courtly.observe.snapshot import schema_errors, snapshot_json
 from courtly.observe.sources import FileSource, sort_rows
+from courtly.observe.status_file import StatusFile, status_record
 from courtly.observe.tally import status_class
 from courtly.progress import format_waiting
 
@@ -170,3 +171,20 @@ def test_a_partitioned_state_directory_is_read_and_merged(tmp_path: Path) -> Non
     assert merged["fetches"] == {"2xx": 2, "503": 2}
     assert merged["waiting_by_source"]["crawl_delay"] == 2
     assert merged["statuses"] == {"200": 2, "503": 2}
+
+
+def test_status_json_holds_the_status_record_with_the_configuration_encoded_once(
+    tmp_path: Path,
+) -> None:
+    seeds = [f"http://h{i}.test/" for i in range(50)]
+    identity: dict[str, object] = {"seeds": seeds, "min_delay_s": 1.0}
+    path = tmp_path / "status.json"
+    status = StatusFile(path, identity, lambda: T0 + 1)
+    snap = snapshot(observed())
+    status.write(snap)
+    assert json.loads(path.read_text()) == json.loads(
+        json.dumps(status_record(snap, identity, T0 + 1))
+    )
+    seeds.append("http://late.test/")  # encoded at the start: not in the file
+    status.write(snap)
+    assert len(json.loads(path.read_text())["config"]["seeds"]) == 50
