@@ -164,17 +164,25 @@ def catalogue_of(config: CrawlConfig) -> list[CatalogueEntry]:
 
 
 def audit_web(
-    web: LiveWeb, records: list[RequestRecord] | None = None, *, min_delay_s: float = MIN_DELAY_S
+    web: LiveWeb,
+    records: list[RequestRecord] | None = None,
+    *,
+    min_delay_s: float = MIN_DELAY_S,
+    tolerance_s: float = 0.005,
+    follow_sitemaps: bool = False,
 ) -> AuditReport:
     """The audit of ``records`` (default: every request the web served) against the web's
     truth and seeds, at ``min_delay_s``, the crawl-wide cap :data:`PER_IP` and the
-    ``courtly`` robots token: what every test crawl is held to."""
+    ``courtly`` robots token: what every test crawl is held to (``tolerance_s`` and
+    ``follow_sitemaps`` as :func:`courtly.sandbox.audit` takes them)."""
     return audit(
         web.records() if records is None else records,
         spec_or_truth=web.server.truth,
         min_delay_s=min_delay_s,
         per_ip_cap=PER_IP,
         user_agent_token="courtly",
+        tolerance_s=tolerance_s,
+        follow_sitemaps=follow_sitemaps,
         seeds=web.server.seeds,
     )
 

@@ -61,11 +61,12 @@ if TYPE_CHECKING:
         UA,
         LiveWeb,
         assert_polite,
+        audit_web,
         crawl_config,
         crawl_flags,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import PER_IP, UA, LiveWeb, assert_polite, crawl_config, crawl_flags
+    from conftest import PER_IP, UA, LiveWeb, assert_polite, audit_web, crawl_config, crawl_flags
 
 pytestmark = pytest.mark.integration
 
@@ -320,21 +321,8 @@ def test_a_signal_stops_every_partition_and_the_resume_ends_politely(
     web = serve_web(finite_small_spec())
     state = tmp_path / "state"
     config = crawl_config(web, state, concurrency=None)
-    command = [
-        sys.executable, "-m", "courtly", "crawl",
-        "--seeds-file", str(web.server.seeds_file),
-        *crawl_flags(web, state),
-        "--timeout", "10",
-        "--progress-interval", "0.5",
-    ]  # fmt: skip
-    log = tmp_path / "crawl.log"
-    with log.open("ab") as err:
-        first = subprocess.Popen([*command, "--processes", "2"], stdout=err, stderr=err)
+    command, first, log = _two_processes_under_way(web, tmp_path, "--progress-interval", "0.5")
     try:
-        deadline = time.monotonic() + GUARD_S
-        while web.server.requests_logged < 40 and first.poll() is None:
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.01)
         signalled_at = time.monotonic()
         first.send_signal(signal.SIGINT)
         code = first.wait(timeout=GUARD_S)
@@ -353,29 +341,9 @@ def test_a_signal_stops_every_partition_and_the_resume_ends_politely(
     assert stopped["frontier"]["queued"] > 0  # stopped with work left
     assert stopped["frontier"]["leased"] == 0  # every request in flight was finished
 
-    resumed = subprocess.run(
-        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=GUARD_S
-    )
-    assert resumed.returncode == ExitCode.DONE, resumed.stderr.decode()
-    result = CliRunner().invoke(cli_main, ["status", "--state", str(state), "--json"])
-    ended = json.loads(result.output)
+    ended = _resume_to_the_end_politely(web, command, config, "stopped and resumed")
     assert ended["last_run"]["stop_reason"] == "done"
     assert ended["last_run"]["partitions"] == 2
-    assert ended["frontier"]["queued"] == 0 and ended["frontier"]["leased"] == 0
-
-    report = audit(
-        web.records(),
-        spec_or_truth=web.server.truth,
-        min_delay_s=config.min_delay_s,
-        per_ip_cap=PER_IP,
-        user_agent_token="courtly",
-        seeds=config.seeds,
-        follow_sitemaps=config.follow_sitemaps,
-        tolerance_s=0.0,
-    )
-    print(f"2 processes, stopped and resumed:\n{report.summary()}")
-    assert_polite(report)  # duplicates included: a stop finishes what it started
-    assert report.coverage >= COVERAGE_FLOOR, report.summary()
 
 
 def test_partitions_stop_by_themselves_when_their_parent_is_killed(
@@ -387,24 +355,10 @@ def test_partitions_stop_by_themselves_when_their_parent_is_killed(
     partitions come from); nothing holds the state directory afterwards, and the same
     command resumes the crawl and ends it politely."""
     web = serve_web(finite_small_spec())
-    state = tmp_path / "state"
-    config = crawl_config(web, state, concurrency=None)
-    command = [
-        sys.executable, "-m", "courtly", "crawl",
-        "--seeds-file", str(web.server.seeds_file),
-        *crawl_flags(web, state),
-        "--timeout", "10",
-    ]  # fmt: skip
-    log = tmp_path / "crawl.log"
-    with log.open("ab") as err:
-        first = subprocess.Popen([*command, "--processes", "2"], stdout=err, stderr=err)
-    parent = psutil.Process(first.pid)
+    config = crawl_config(web, tmp_path / "state", concurrency=None)
+    command, first, log = _two_processes_under_way(web, tmp_path)
     try:
-        deadline = time.monotonic() + GUARD_S
-        while web.server.requests_logged < 40 and first.poll() is None:
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.01)
-        started = parent.children(recursive=True)
+        started = psutil.Process(first.pid).children(recursive=True)
         first.kill()
         first.wait()
         _gone, alive = psutil.wait_procs(started, timeout=GUARD_S)
@@ -417,30 +371,65 @@ def test_partitions_stop_by_themselves_when_their_parent_is_killed(
     assert len(started) >= 2, "the crawl started no partitions"
     assert not alive, f"left running after their parent was killed: {alive}\n{log.read_text()}"
     assert "the parent process is gone: stopping" in log.read_text()
-    result = CliRunner().invoke(cli_main, ["status", "--state", str(state), "--json"])
+    state = str(config.state_dir)
+    result = CliRunner().invoke(cli_main, ["status", "--state", state, "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["running"] is False
 
+    _resume_to_the_end_politely(web, command, config, "parent killed, resumed")
+
+
+def _two_processes_under_way(
+    web: LiveWeb, tmp_path: Path, *flags: str
+) -> tuple[list[str], subprocess.Popen[bytes], Path]:
+    """``courtly crawl --processes 2`` of ``web`` into ``tmp_path / "state"`` (logging to
+    ``tmp_path / "crawl.log"``), once the web has served 40 requests: the command (without
+    ``--processes``), the running process and its log."""
+    command = [
+        sys.executable, "-m", "courtly", "crawl",
+        "--seeds-file", str(web.server.seeds_file),
+        *crawl_flags(web, tmp_path / "state"),
+        "--timeout", "10",
+        *flags,
+    ]  # fmt: skip
+    log = tmp_path / "crawl.log"
+    with log.open("ab") as err:
+        first = subprocess.Popen([*command, "--processes", "2"], stdout=err, stderr=err)
+    deadline = time.monotonic() + GUARD_S
+    while web.server.requests_logged < 40 and first.poll() is None:
+        if time.monotonic() >= deadline:
+            first.kill()
+            first.wait()
+            raise AssertionError(log.read_text())
+        time.sleep(0.01)
+    return command, first, log
+
+
+def _resume_to_the_end_politely(
+    web: LiveWeb, command: list[str], config: CrawlConfig, label: str
+) -> dict[str, Any]:
+    """Run ``command`` (the interrupted crawl's, without ``--processes``) to its end; its
+    frontier ends empty, and the server's log of both runs passes every politeness check
+    (duplicates included: a partition that stops finishes what it started) and covers the
+    web. Returns ``courtly status --json`` after it."""
     resumed = subprocess.run(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=GUARD_S
     )
     assert resumed.returncode == ExitCode.DONE, resumed.stderr.decode()
-    result = CliRunner().invoke(cli_main, ["status", "--state", str(state), "--json"])
-    ended = json.loads(result.output)
+    state = str(config.state_dir)
+    result = CliRunner().invoke(cli_main, ["status", "--state", state, "--json"])
+    ended: dict[str, Any] = json.loads(result.output)
     assert ended["frontier"]["queued"] == 0 and ended["frontier"]["leased"] == 0
-    report = audit(
-        web.records(),
-        spec_or_truth=web.server.truth,
+    report = audit_web(
+        web,
         min_delay_s=config.min_delay_s,
-        per_ip_cap=PER_IP,
-        user_agent_token="courtly",
-        seeds=config.seeds,
         follow_sitemaps=config.follow_sitemaps,
         tolerance_s=0.0,
     )
-    print(f"2 processes, parent killed, resumed:\n{report.summary()}")
-    assert_polite(report)  # duplicates included: the partitions finished what they started
+    print(f"2 processes, {label}:\n{report.summary()}")
+    assert_polite(report)
     assert report.coverage >= COVERAGE_FLOOR, report.summary()
+    return ended
 
 
 def _written_by_owner(row: dict[str, Any]) -> bool:
