@@ -351,9 +351,8 @@ def test_partitions_stop_by_themselves_when_their_parent_is_killed(
 ) -> None:
     """``courtly crawl --processes 2`` SIGKILLed mid-crawl (the parent only, as an OOM
     killer would): its partitions see the parent gone, stop leasing, finish their requests
-    in flight and exit, and so does anything else it started (the fork server the
-    partitions come from); nothing holds the state directory afterwards, and the same
-    command resumes the crawl and ends it politely."""
+    in flight and exit, and so does anything else it started; nothing holds the state
+    directory afterwards, and the same command resumes the crawl and ends it politely."""
     web = serve_web(finite_small_spec())
     config = crawl_config(web, tmp_path / "state", concurrency=None)
     command, first, log = _two_processes_under_way(web, tmp_path)
