@@ -163,7 +163,11 @@ class FrontierMachine(RuleBasedStateMachine):
         if counts.hosts_active >= self.slots:
             return  # every slot is taken: a waiting host may be due, it waits for a slot
         waiting = {self.added[u][0] for u in self.pending()} - set(self.live)
-        due = [h for h in waiting if self.due_at(h) <= now]
+        # A Redis store's times are float milliseconds (see ``resolution_s``): a host the
+        # model has due at ``now`` may be stored a few microseconds later, and is then
+        # rightly not leased yet (``next_ready_at`` names that moment); ``check_lease``
+        # allows the same resolution the other way.
+        due = [h for h in waiting if self.due_at(h) + self.resolution_s <= now]
         assert not due, f"hosts {due} were ready with a slot free but not leased"
         if waiting:
             assert next_ready_at is not None, "hosts are waiting but no wake time was given"
