@@ -135,3 +135,21 @@ def test_known_callbacks_give_scrapys_own_dict() -> None:
         assert pickle.loads(payload) == expected
         back = codec.decode(payload)
         assert (type(back), back.url, back.body) == (type(request), request.url, request.body)
+
+
+class _OwnDictRequest(Request):
+    """A request class that adds to Scrapy's dict."""
+
+    def to_dict(self, *, spider: Spider | None = None) -> dict[str, Any]:
+        data = super().to_dict(spider=spider)
+        data["meta"] = {**data["meta"], "own": True}
+        return data
+
+
+def test_a_request_class_with_its_own_to_dict_keeps_it() -> None:
+    spider = _Spider()
+    codec = RequestCodec(spider)
+    assert codec.encode(Request("http://example.org/", callback=spider.parse_page)) is not None
+    payload = codec.encode(_OwnDictRequest("http://example.org/o", callback=spider.parse_page))
+    assert payload is not None
+    assert pickle.loads(payload)["meta"] == {"own": True}

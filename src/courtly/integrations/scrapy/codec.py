@@ -14,7 +14,7 @@ properties) for every request: about 80 microseconds, most of the cost of
 enqueueing a link, paid inside the spider's callback while the event loop waits.
 The codec asks Scrapy once per spider method and keeps the name, keyed by the
 method's function; a request whose callback and errback are known (or ``None``)
-gets the same dict without the walk.
+gets the same dict without the walk (unless its class has a ``to_dict`` of its own).
 """
 
 from __future__ import annotations
@@ -62,7 +62,11 @@ class RequestCodec:
         method names are known (see the module doc)."""
         callback, errback = request.callback, request.errback
         callback_name, errback_name = self._name_of(callback), self._name_of(errback)
-        if callback_name is _UNKNOWN or errback_name is _UNKNOWN:
+        if (
+            callback_name is _UNKNOWN
+            or errback_name is _UNKNOWN
+            or type(request).to_dict is not Request.to_dict  # a class's own dict
+        ):
             data: dict[str, Any] = request.to_dict(spider=self._spider)
             self._learn(callback, data["callback"])
             self._learn(errback, data["errback"])
