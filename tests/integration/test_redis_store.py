@@ -588,9 +588,9 @@ async def test_a_step_sent_again_after_its_reply_was_lost_answers_as_the_first_t
 async def test_an_add_reads_each_hosts_rows_and_the_seen_sets_counts_once() -> None:
     """A page's links are mostly its own host's: one ADD (or COMPLETE) of many URLs of a
     host reads the host's rows (retired, leased, queued, held) and the Bloom filter's
-    layer counts once, not once a URL (the Redis server runs every script on one thread:
-    its time per discovered URL bounds the crawl's pages/s). Counted with the server's
-    own command statistics, on a server of this test's own."""
+    layer counts once, and writes the counts once, not once a URL (the Redis server runs
+    every script on one thread: its time per discovered URL bounds the crawl's pages/s).
+    Counted with the server's own command statistics, on a server of this test's own."""
     url, server = start_standalone()
     client = connect(url)
     store = RedisStore(client, new_crawl_name(), QueueConfig(), layout=RedisLayout(shards=1))
@@ -608,9 +608,11 @@ async def test_an_add_reads_each_hosts_rows_and_the_seen_sets_counts_once() -> N
             name.removeprefix("cmdstat_"): stat["calls"]
             for name, stat in (await client.info("commandstats")).items()
         }
-        # before: HGET 4 a URL (hq, bl, the layer count, its insert count), HEXISTS 2
+        # once a URL before: HGET 4 (hq, bl, the layer count, its insert count), HEXISTS 2,
+        # HINCRBY 4 a new URL (hq, bl, the insert count, the seen total)
         assert calls.get("hget", 0) < 30
         assert calls.get("hexists", 0) < 10
+        assert calls.get("hincrby", 0) < 10
         counts = await store.counts(now)
         assert counts.queued == 60 and counts.seen == 61  # the page itself was completed
     finally:

@@ -28,6 +28,7 @@ for _, url in ipairs(urls) do
     refused = refused + 1
   end
 end
+write_rows(rows)
 local nxt, due = next_times(false)
 finish()
 local head = redis.call('ZRANGE', P .. 'rd', 0, 0, 'WITHSCORES')

@@ -359,11 +359,11 @@ local function route(host, entry, level, news, queued, row)
   if row.held == nil then  -- its back-queue length (bl), false when it holds none
     local len = redis.call('HGET', P .. 'bl', host)
     row.held = len and tonumber(len) or false
+    row.read_held = row.held
   end
   if row.held and row.held == queued then
     back_insert(host, e, rank)
-    redis.call('HINCRBY', P .. 'bl', host, 1)
-    row.held = row.held + 1
+    row.held = row.held + 1  -- HINCRBY bl by write_rows
     bs = bs + 1
   else
     redis.call('RPUSH', P .. 'f' .. level, e)
@@ -444,15 +444,15 @@ end
 -- known URL at level 0 is the news lane, rank 0).
 -- ``rows``: what admit knows of each host of one ADD (retired, leased, URLs queued, its
 -- back queue's length), read on its host's first URL: within the loop over the URLs only
--- admit changes the counts (hq_add, route), so the later URLs of a host (a page's links
--- are mostly its own host's) read none of them again.
+-- admit changes the counts, so the later URLs of a host (a page's links are mostly its
+-- own host's) read none of them again, and the counts are written once, after the loop
+-- (write_rows; nothing in the loop reads hq or bl from the server).
 local function admit(host, level, entry, h1, h2, hostcap, crawlcap, known, rows)
   local row = rows[host]
   if not row then
-    row = {
-      retired = redis.call('HEXISTS', P .. 'hr', host) == 1,
-      queued = tonumber(redis.call('HGET', P .. 'hq', host) or '0'),
-    }
+    local queued = tonumber(redis.call('HGET', P .. 'hq', host) or '0')
+    row = {retired = redis.call('HEXISTS', P .. 'hr', host) == 1, queued = queued,
+      read_queued = queued}
     rows[host] = row
   end
   if row.retired then return 4 end
@@ -467,9 +467,18 @@ local function admit(host, level, entry, h1, h2, hostcap, crawlcap, known, rows)
   if not seen_add(h1, h2) and not known then return 1 end
   if has_hints() then redis.call('HDEL', P .. 'hi', entry_url(entry)) end
   route(host, entry, level, known and level <= 0, queued, row)
-  hq_add(host, 1)
-  row.queued = queued + 1
+  row.queued = queued + 1  -- hq_add by write_rows
   return 0
+end
+
+-- The counts admit kept in ``rows`` go to the server (hq_add, bl): once per host and call.
+local function write_rows(rows)
+  for host, row in pairs(rows) do
+    if row.queued > row.read_queued then hq_add(host, row.queued - row.read_queued) end
+    if row.held and row.held > row.read_held then
+      redis.call('HINCRBY', P .. 'bl', host, row.held - row.read_held)
+    end
+  end
 end
 
 -- ADD of entries at ARGV[base...]: host cap, crawl cap (-1: none), referrer, then
@@ -504,6 +513,7 @@ local function add_entries(base, known)
     end
     out[#out + 1] = status
   end
+  write_rows(rows)
   for _, l in ipairs(lifted) do promote_url(l[1], l[2], l[3]) end
   return out
 end
