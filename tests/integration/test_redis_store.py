@@ -25,6 +25,8 @@ from tests.redis_servers import (
     have_redis_server,
     new_crawl_name,
     standalone_url,
+    start_standalone,
+    stop_server,
 )
 from tests.stores import DisposableRedisStore
 
@@ -581,3 +583,38 @@ async def test_a_step_sent_again_after_its_reply_was_lost_answers_as_the_first_t
         assert sorted(lease.url for lease in rest) == sorted([found[0].url, second.url])
     finally:
         await store.aclose()
+
+
+async def test_an_add_reads_each_hosts_rows_and_the_seen_sets_counts_once() -> None:
+    """A page's links are mostly its own host's: one ADD (or COMPLETE) of many URLs of a
+    host reads the host's rows (retired, leased, queued, held) and the Bloom filter's
+    layer counts once, and writes the counts once, not once a URL (the Redis server runs
+    every script on one thread: its time per discovered URL bounds the crawl's pages/s).
+    Counted with the server's own command statistics, on a server of this test's own."""
+    url, server = start_standalone()
+    client = connect(url)
+    store = RedisStore(client, new_crawl_name(), QueueConfig(), layout=RedisLayout(shards=1))
+    try:
+        now = 1_000.0
+        await store.add([QueuedUrl("http://h0.test/", "h0.test", 0)], now, NO_BUDGET)
+        lease = (await store.lease(now, 30.0, 1)).leases[0]
+        found = [QueuedUrl(f"http://h0.test/p{i}", "h0.test", 1) for i in range(60)]
+        await client.config_resetstat()
+        statuses = await store.complete(lease, lease.host, found, now, NO_BUDGET)
+        assert statuses == [AddStatus.QUEUED] * 60
+        again = await store.add(found, now, NO_BUDGET)
+        assert again == [AddStatus.SEEN] * 60
+        calls = {
+            name.removeprefix("cmdstat_"): stat["calls"]
+            for name, stat in (await client.info("commandstats")).items()
+        }
+        # once a URL before: HGET 4 (hq, bl, the layer count, its insert count), HEXISTS 2,
+        # HINCRBY 4 a new URL (hq, bl, the insert count, the seen total)
+        assert calls.get("hget", 0) < 30
+        assert calls.get("hexists", 0) < 10
+        assert calls.get("hincrby", 0) < 10
+        counts = await store.counts(now)
+        assert counts.queued == 60 and counts.seen == 61  # the page itself was completed
+    finally:
+        await client.aclose()
+        stop_server(server)

@@ -13,11 +13,12 @@ local lane_level = {}
 for i = 8, #ARGV do lane_level[i - 8] = tonumber(ARGV[i]) end
 local urls = redis.call('ZRANGEBYSCORE', P .. 'rd', '-inf', NOW, 'LIMIT', 0, limit)
 local queued, refused = {}, 0
+local rows = {}  -- admit's reads of each host, once per call
 for _, url in ipairs(urls) do
   local meta = redis.call('HGET', P .. 'rk', url)
   local lane, h1, h2, host, entry = string.match(meta, '^(%d+) (%d+) (%d+) (%S+) (.*)$')
   local level = lane_level[tonumber(lane)] or lane_level[#lane_level]
-  local status = admit(host, level, entry, tonumber(h1), tonumber(h2), hostcap, crawlcap, true)
+  local status = admit(host, level, entry, tonumber(h1), tonumber(h2), hostcap, crawlcap, true, rows)
   if status == 0 then
     redis.call('ZADD', P .. 'rd', NOW + lost, url)
     redis.call('SADD', P .. 'ro', url)
@@ -27,6 +28,7 @@ for _, url in ipairs(urls) do
     refused = refused + 1
   end
 end
+write_rows(rows)
 local nxt, due = next_times(false)
 finish()
 local head = redis.call('ZRANGE', P .. 'rd', 0, 0, 'WITHSCORES')

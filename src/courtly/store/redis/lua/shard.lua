@@ -64,6 +64,10 @@ local ret = tonumber(meta[6] or '0')  -- hosts retired
 local ver = tonumber(meta[7] or '0') + 1  -- state version, for the due index
 local co = tonumber(meta[8] or '0')   -- last catalogue order score
 local skips = nil                      -- front-level skip counters, read on first use
+-- the seen-set's layer count and per-layer insert counts (bl, bc<L>), read on first use;
+-- the counts and the seen total are written back by finish() (one write per call, not
+-- two per new URL)
+local bloom = nil
 
 local function fmt(x) return string.format('%.17g', x) end
 
@@ -73,7 +77,11 @@ local function finish()
   if skips then
     for i = 1, LEVELS do args[#args + 1] = 'sk' .. i; args[#args + 1] = skips[i] end
   end
+  if bloom and bloom.added > 0 then
+    for L, count in pairs(bloom.counts) do args[#args + 1] = 'bc' .. L; args[#args + 1] = count end
+  end
   redis.call(unpack(args))
+  if bloom and bloom.added > 0 then redis.call('HINCRBY', M, 'seen', bloom.added) end
 end
 
 -- queue entries: "<depth> <url>", or "<depth>@<host> <url>" when the host key is not
@@ -151,10 +159,14 @@ end
 -- the seen-set: a scalable Bloom filter; layer L holds BCAP * 2^L URLs at a false
 -- positive rate of BERR / 2^(L+1), so the rates of all layers sum below BERR
 local LN2 = math.log(2)
+local LAYER = {}  -- layer(L), computed once per call
 local function layer(L)
+  local got = LAYER[L]
+  if got then return got[1], got[2], got[3] end
   local cap = BCAP * 2 ^ L
   local m = math.ceil(-cap * math.log(BERR / 2 ^ (L + 1)) / (LN2 * LN2))
   local k = math.max(1, math.floor(m / cap * LN2 + 0.5))
+  LAYER[L] = {cap, m, k}
   return cap, m, k
 end
 local function bits(op, key, h1, h2, m, k)
@@ -167,8 +179,19 @@ local function bits(op, key, h1, h2, m, k)
   end
   return redis.call(unpack(args))
 end
+local function bloom_count(L)
+  local count = bloom.counts[L]
+  if count == nil then
+    count = tonumber(redis.call('HGET', M, 'bc' .. L) or '0')
+    bloom.counts[L] = count
+  end
+  return count
+end
 local function seen_add(h1, h2)
-  local layers = tonumber(redis.call('HGET', M, 'bl') or '1')
+  if not bloom then
+    bloom = {layers = tonumber(redis.call('HGET', M, 'bl') or '1'), counts = {}, added = 0}
+  end
+  local layers = bloom.layers
   for L = 0, layers - 1 do
     local _, m, k = layer(L)
     local got = bits('BITFIELD_RO', P .. 's' .. L, h1, h2, m, k)
@@ -180,14 +203,15 @@ local function seen_add(h1, h2)
   end
   local L = layers - 1
   local cap, m, k = layer(L)
-  if tonumber(redis.call('HGET', M, 'bc' .. L) or '0') >= cap then
+  if bloom_count(L) >= cap then
     L = layers
+    bloom.layers = layers + 1
     redis.call('HSET', M, 'bl', layers + 1)
     cap, m, k = layer(L)
   end
   bits('BITFIELD', P .. 's' .. L, h1, h2, m, k)
-  redis.call('HINCRBY', M, 'bc' .. L, 1)
-  redis.call('HINCRBY', M, 'seen', 1)
+  bloom.counts[L] = bloom_count(L) + 1
+  bloom.added = bloom.added + 1
   return true
 end
 
@@ -327,15 +351,19 @@ end
 -- at its rank, when the host is held and none of its URLs waits in the front tier
 -- (queued = its hq count before this URL), else to the front queue of its level.
 -- news: a revisit at level 0, rank 0.
-local function route(host, entry, level, news, queued)
+local function route(host, entry, level, news, queued, row)
   level = math.min(math.max(level, 0), LEVELS - 1)
   local rank = 1 + level
   if news then rank = 0 end
   local e = with_rank(entry, rank)
-  local len = redis.call('HGET', P .. 'bl', host)
-  if len and tonumber(len) == queued then
+  if row.held == nil then  -- its back-queue length (bl), false when it holds none
+    local len = redis.call('HGET', P .. 'bl', host)
+    row.held = len and tonumber(len) or false
+    row.read_held = row.held
+  end
+  if row.held and row.held == queued then
     back_insert(host, e, rank)
-    redis.call('HINCRBY', P .. 'bl', host, 1)
+    row.held = row.held + 1  -- HINCRBY bl by write_rows
     bs = bs + 1
   else
     redis.call('RPUSH', P .. 'f' .. level, e)
@@ -414,20 +442,43 @@ end
 -- admitted URL (0) is routed (route: its host's back queue at its rank when the host is
 -- held with none of its URLs in the front tier, else the front tier at its level; a
 -- known URL at level 0 is the news lane, rank 0).
-local function admit(host, level, entry, h1, h2, hostcap, crawlcap, known)
-  if redis.call('HEXISTS', P .. 'hr', host) == 1 then return 4 end
-  local queued = tonumber(redis.call('HGET', P .. 'hq', host) or '0')
+-- ``rows``: what admit knows of each host of one ADD (retired, leased, URLs queued, its
+-- back queue's length), read on its host's first URL: within the loop over the URLs only
+-- admit changes the counts, so the later URLs of a host (a page's links are mostly its
+-- own host's) read none of them again, and the counts are written once, after the loop
+-- (write_rows; nothing in the loop reads hq or bl from the server).
+local function admit(host, level, entry, h1, h2, hostcap, crawlcap, known, rows)
+  local row = rows[host]
+  if not row then
+    local queued = tonumber(redis.call('HGET', P .. 'hq', host) or '0')
+    row = {retired = redis.call('HEXISTS', P .. 'hr', host) == 1, queued = queued,
+      read_queued = queued}
+    rows[host] = row
+  end
+  if row.retired then return 4 end
+  local queued = row.queued
   if hostcap >= 0 or crawlcap >= 0 then
     local q = queued
-    if redis.call('HEXISTS', P .. 'l', host) == 1 then q = q - 1 end
+    if row.leased == nil then row.leased = redis.call('HEXISTS', P .. 'l', host) == 1 end
+    if row.leased then q = q - 1 end
     if hostcap >= 0 and q >= hostcap then return 2 end
     if crawlcap >= 0 and fs + bs >= crawlcap then return 3 end
   end
   if not seen_add(h1, h2) and not known then return 1 end
   if has_hints() then redis.call('HDEL', P .. 'hi', entry_url(entry)) end
-  route(host, entry, level, known and level <= 0, queued)
-  hq_add(host, 1)
+  route(host, entry, level, known and level <= 0, queued, row)
+  row.queued = queued + 1  -- hq_add by write_rows
   return 0
+end
+
+-- The counts admit kept in ``rows`` go to the server (hq_add, bl): once per host and call.
+local function write_rows(rows)
+  for host, row in pairs(rows) do
+    if row.queued > row.read_queued then hq_add(host, row.queued - row.read_queued) end
+    if row.held and row.held > row.read_held then
+      redis.call('HINCRBY', P .. 'bl', host, row.held - row.read_held)
+    end
+  end
 end
 
 -- ADD of entries at ARGV[base...]: host cap, crawl cap (-1: none), referrer, then
@@ -440,6 +491,7 @@ local function add_entries(base, known)
   local referrer = ARGV[base + 2]
   local out = {}
   local lifted = {}
+  local rows = {}
   for i = base + 3, #ARGV, 6 do
     local host, entry = ARGV[i], ARGV[i + 2]
     local level, lift = ARGV[i + 1], false
@@ -448,7 +500,7 @@ local function add_entries(base, known)
     end
     level = tonumber(level)
     local status = admit(host, level, entry, tonumber(ARGV[i + 3]), tonumber(ARGV[i + 4]),
-      hostcap, crawlcap, known)
+      hostcap, crawlcap, known, rows)
     if status == 1 and lift then
       lifted[#lifted + 1] = {host, entry, level}
     elseif status == 0 then
@@ -461,6 +513,7 @@ local function add_entries(base, known)
     end
     out[#out + 1] = status
   end
+  write_rows(rows)
   for _, l in ipairs(lifted) do promote_url(l[1], l[2], l[3]) end
   return out
 end
