@@ -6,11 +6,15 @@ sends every command under it. The crawl's progress reporter, cancelled at the cr
 end while its store call was in flight, then went on ticking, and the crawl's task
 group (so the whole process) never ended: the last fetcher of a Redis crawl said
 "starved" and never exited. The store here loses one cancellation the same way.
+
+And what a crawl holds only while it runs (the collector's frozen heap and thresholds)
+is given back at its end.
 """
 
 from __future__ import annotations
 
 import asyncio
+import gc
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -22,6 +26,7 @@ from courtly.fetch.memory import MemoryFetcher
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, HostState, Lease, QueuedUrl
+from courtly.heap import CRAWL_THRESHOLDS
 from courtly.store.memory import MemoryStore
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
@@ -99,3 +104,32 @@ def test_the_crawl_ends_when_its_reporters_cancellation_is_lost(tmp_path: Path) 
     stop_reason, lost = asyncio.run(crawl())
     assert lost == 1  # the reporter's cancellation was lost, as in the fault
     assert stop_reason == "done"  # and the crawl ended all the same
+
+
+def test_a_crawl_holds_the_collector_settings_only_while_it_runs(tmp_path: Path) -> None:
+    """courtly.heap: the heap is frozen and the thresholds raised for the crawl, and both
+    are as before once it has ended."""
+    seen: list[tuple[int, tuple[int, int, int]]] = []
+
+    def handler(url: str) -> tuple[int, dict[str, str], bytes]:
+        seen.append((gc.get_freeze_count(), gc.get_threshold()))
+        return _handler(url)
+
+    async def crawl() -> str | None:
+        clock = FakeClock()
+        config = CrawlConfig(
+            state_dir=tmp_path / "state",
+            user_agent=UA,
+            seeds=("http://a.test/",),
+            min_delay_s=0.0,
+            delay_factor=0.0,
+            store="memory",
+            follow_sitemaps=False,
+        )
+        crawler = Crawler(config, clock=clock, fetcher=MemoryFetcher(handler, clock))
+        return (await crawler.run()).stop_reason
+
+    before = gc.get_threshold()
+    assert asyncio.run(crawl()) == "done"
+    assert seen and all(frozen > 0 and limits == CRAWL_THRESHOLDS for frozen, limits in seen)
+    assert gc.get_freeze_count() == 0 and gc.get_threshold() == before

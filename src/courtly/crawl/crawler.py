@@ -53,6 +53,7 @@ from courtly.frontier.records import (
     Outcome,
     QueuedUrl,
 )
+from courtly.heap import CRAWL_THRESHOLDS, FrozenHeap
 from courtly.observe.observation import Observation
 from courtly.observe.status_file import StatusFile, TickToProgress, last_run_record
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
@@ -283,6 +284,7 @@ class Crawler:
             self._fetcher = self._pages.fetcher = http
             self._robots.fetcher = http.limited(http.config.robots_timeout_s)
             self._http = http
+        heap = FrozenHeap(enabled=True, thresholds=CRAWL_THRESHOLDS)
         try:
             async with asyncio.TaskGroup() as group:
                 helpers: list[asyncio.Task[None]] = []
@@ -290,6 +292,7 @@ class Crawler:
                     at = self.stats.started_at + self.config.max_time_s
                     helpers.append(group.create_task(self._deadline(at)))
                 await self._start()
+                heap.freeze()  # the crawl is set up: its long-lived objects (courtly.heap)
                 helpers.append(group.create_task(self._reporter()))
                 helpers.append(
                     group.create_task(self._scaler.run(lambda: self._fetches.in_flight, self._news))
@@ -306,6 +309,7 @@ class Crawler:
             snapshot = await self._tick()
             return snapshot
         finally:
+            heap.thaw()
             if http is not None:
                 await http.aclose()
             if self._warc is not None:

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 import pytest
 from scrapy.settings import Settings
 
+from courtly.heap import FrozenHeap
 from courtly.integrations.scrapy import CourtlySettings
-from courtly.integrations.scrapy.heap import FrozenHeap
 
 
 @pytest.fixture(autouse=True)
@@ -42,3 +42,12 @@ def test_the_setting_is_on_by_default_and_can_be_turned_off() -> None:
     assert CourtlySettings.from_settings(Settings()).gc_freeze
     off = CourtlySettings.from_settings(Settings({"COURTLY_GC_FREEZE": "false"}))
     assert not off.gc_freeze
+
+
+def test_thresholds_hold_while_frozen_and_the_old_ones_come_back() -> None:
+    before = gc.get_threshold()
+    heap = FrozenHeap(enabled=True, thresholds=(10_000, 10, 10))
+    heap.freeze()
+    assert gc.get_threshold() == (10_000, 10, 10)
+    heap.thaw()
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0

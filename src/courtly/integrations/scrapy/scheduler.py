@@ -36,10 +36,10 @@ from courtly.clock import Clock, SystemClock
 from courtly.errors import InvalidURL
 from courtly.frontier import Frontier, FrontierConfig, PolitenessConfig, QueueConfig, QueuedUrl
 from courtly.frontier.politeness import lost_answer_hold_s
+from courtly.heap import FrozenHeap
 from courtly.integrations.scrapy.codec import RequestCodec
 from courtly.integrations.scrapy.engine import wake_engine
 from courtly.integrations.scrapy.feedback import Feedback
-from courtly.integrations.scrapy.heap import FrozenHeap
 from courtly.integrations.scrapy.held import KEY_META, PARENT_META, SLOT_META, Add, Held
 from courtly.integrations.scrapy.keys import key_for, level_for_priority, payload_id_of
 from courtly.integrations.scrapy.loop_probe import LoopProbe

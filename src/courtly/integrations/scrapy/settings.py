@@ -92,7 +92,7 @@ class CourtlySettings:
     crawl_name: str | None = None
     gc_freeze: bool = True
     """Keep the objects alive at spider open out of the cyclic collector's reach while
-    the spider runs (:mod:`courtly.integrations.scrapy.heap`)."""
+    the spider runs (:mod:`courtly.heap`)."""
 
     @property
     def shared(self) -> bool:
