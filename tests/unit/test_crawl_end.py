@@ -69,6 +69,21 @@ class _LosingStore(MemoryStore):
         await super().flush()
 
 
+def _config(tmp_path: Path, *seeds: str) -> CrawlConfig:
+    """A crawl of ``seeds`` on the memory store, no delays, two fetchers, ticks every 0.1 s."""
+    return CrawlConfig(
+        state_dir=tmp_path / "state",
+        user_agent=UA,
+        seeds=seeds,
+        min_delay_s=0.0,
+        delay_factor=0.0,
+        concurrency=2,
+        store="memory",
+        follow_sitemaps=False,
+        progress_interval_s=0.1,
+    )
+
+
 def _handler(url: str) -> tuple[int, dict[str, str], bytes]:
     if url.endswith("/robots.txt"):
         return (404, {}, b"")
@@ -80,17 +95,7 @@ def _handler(url: str) -> tuple[int, dict[str, str], bytes]:
 def test_the_crawl_ends_when_its_reporters_cancellation_is_lost(tmp_path: Path) -> None:
     async def crawl() -> tuple[str | None, int]:
         clock = FakeClock()
-        config = CrawlConfig(
-            state_dir=tmp_path / "state",
-            user_agent=UA,
-            seeds=("http://a.test/", "http://b.test/"),
-            min_delay_s=0.0,
-            delay_factor=0.0,
-            concurrency=2,
-            store="memory",
-            follow_sitemaps=False,
-            progress_interval_s=0.1,
-        )
+        config = _config(tmp_path, "http://a.test/", "http://b.test/")
         store = _LosingStore()
         crawler = Crawler(config, clock=clock, store=store, fetcher=MemoryFetcher(_handler, clock))
         run = asyncio.ensure_future(crawler.run())
@@ -117,15 +122,7 @@ def test_a_crawl_holds_the_collector_settings_only_while_it_runs(tmp_path: Path)
 
     async def crawl() -> str | None:
         clock = FakeClock()
-        config = CrawlConfig(
-            state_dir=tmp_path / "state",
-            user_agent=UA,
-            seeds=("http://a.test/",),
-            min_delay_s=0.0,
-            delay_factor=0.0,
-            store="memory",
-            follow_sitemaps=False,
-        )
+        config = _config(tmp_path, "http://a.test/")
         crawler = Crawler(config, clock=clock, fetcher=MemoryFetcher(handler, clock))
         return (await crawler.run()).stop_reason
 
