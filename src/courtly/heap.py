@@ -49,7 +49,6 @@ class FrozenHeap:
         """Move every object alive now out of the collector's reach (``gc.freeze``) and
         set the thresholds."""
         if self._enabled and not self._frozen:
-            gc.collect()  # what is garbage now is not frozen with the rest
             gc.freeze()
             if self._thresholds is not None:
                 self._saved = gc.get_threshold()
