@@ -21,7 +21,14 @@ from courtly.archive.warc import WarcWriter
 from courtly.autoscale import AutoscaleConfig, Autoscaler
 from courtly.clock import Clock, SystemClock
 from courtly.config import CrawlConfig, shorten
-from courtly.crawl.dispatch import LEASE_AHEAD_S, Fetches, ReadyWaits, idle, wait_until
+from courtly.crawl.dispatch import (
+    LEASE_AHEAD_S,
+    SHARED_POLL_S,
+    Fetches,
+    ReadyWaits,
+    idle,
+    wait_until,
+)
 from courtly.crawl.links import LinkAdmission
 from courtly.crawl.page import PagePipeline, drop_reasons
 from courtly.crawl.records import CrawlSnapshot, OnPage, Partition, ProgressSink
@@ -34,7 +41,7 @@ from courtly.crawl.wiring import (
     open_store,
     shared_ip_gate,
 )
-from courtly.errors import InvalidURL, StateError
+from courtly.errors import FetchError, InvalidURL, StateError
 from courtly.events import EventBus, HostStateChanged, RobotsResult, Tick, UrlsSkipped
 from courtly.fetch.address_holds import AddressHolds
 from courtly.fetch.config import FetchConfig
@@ -131,6 +138,8 @@ class Crawler:
         if politeness is not None:
             fconfig = dataclasses.replace(fconfig, politeness=politeness)
         self._store = store if store is not None else open_store(config, fconfig.queues)
+        self._shared = is_shared(self._store)
+        """Other processes share the store (Redis): they change it without a signal here."""
         # Every store leases ahead (Redis maps the server's times onto this clock).
         self._ahead_s = LEASE_AHEAD_S
         held = self._store.holds if isinstance(self._store, HeldHosts) else None
@@ -197,7 +206,7 @@ class Crawler:
             clock=self._clock,
             user_agent=self._ua,
             # a shared store's robots.txt cache is filled by every process: look again on a miss
-            shared=is_shared(self._store),
+            shared=self._shared,
             archive=self._pages.archive,
         )
         self._robots.fetcher = fetcher  # robots.txt: a shorter timeout when built here
@@ -553,7 +562,7 @@ class Crawler:
                         log.warning("%s", self._stop_detail)
                     self.request_stop(reason)
                     break
-            wait_s = _IDLE_S
+            wait_s = SHARED_POLL_S if self._shared else _IDLE_S
             if batch.next_ready_at is not None:
                 due_in_s = batch.next_ready_at - self._ahead_s - self._clock.now()
                 wait_s = min(wait_s, max(0.0, due_in_s))
@@ -594,12 +603,43 @@ class Crawler:
         budget = self._claims.budget
         if budget is not None:
             budget.settle(len(busy), 0)
-        self.addresses_busy += len(busy)
         for lease, ip in busy:
-            wait_s = self._holds.wait_s(ip, self._ahead_s)
-            await self.frontier.release(
-                lease, Outcome.deferred(now, wait_s, DelaySource.ADDRESS_BUSY)
-            )
+            await self._release_busy(lease, ip, now)
+
+    async def _release_busy(self, lease: Lease, ip: str, now: float) -> None:
+        self.addresses_busy += 1
+        wait_s = self._holds.wait_s(ip, self._ahead_s)
+        await self.frontier.release(lease, Outcome.deferred(now, wait_s, DelaySource.ADDRESS_BUSY))
+
+    async def _hold_address(self, lease: Lease) -> bool:
+        """For a fetch started with its address unknown (its host not yet resolved in
+        this process): resolve it now (the request would; the answer is cached for it)
+        and hold the lease by the same rule as :meth:`_start_fetches`. ``False``: the
+        address holds as many leases of this process as it can start soon, and the
+        lease was given back untouched.
+
+        Without this, a process's first lease step takes every ready host of an address
+        it has not met yet: on a shared crawl a process that starts a moment earlier
+        holds them all, and re-leases each the moment it comes due, while the others
+        find nothing to lease. A name that does not resolve (or is refused) is held:
+        its request reports the error.
+        """
+        http = self._http
+        task = asyncio.current_task()
+        if http is None or task is None or task in self._held_at:
+            return True
+        try:
+            ip = await http.resolve(authority_of(lease.url)[1])
+        except (FetchError, InvalidURL):
+            return True
+        now = self._clock.now()
+        if not self._holds.room(ip, now, http.waiting_at(ip)):
+            await self._release_busy(lease, ip, now)
+            return False
+        due_at = lease.host.next_allowed_at
+        self._holds.take(ip, due_at)
+        self._held_at[task] = (ip, due_at, now)
+        return True
 
     def _known_address(self, lease: Lease) -> str | None:
         """The address ``lease``'s request would go to, if this process's fetcher knows
@@ -676,6 +716,8 @@ class Crawler:
         it here: no request under it starts before ``lease.host.next_allowed_at``."""
         # its own task (dispatch.py): no request under it once the lease runs out
         REQUEST_NOT_AFTER.set(lease.expires_at - LEASE_MARGIN_S)
+        if not await self._hold_address(lease):
+            return
         authority = authority_of(lease.url)
         robots = self._robots
         decision = await robots.known(authority)

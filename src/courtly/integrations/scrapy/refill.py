@@ -37,6 +37,7 @@ from typing import Any, Final
 from scrapy import Request
 
 from courtly.clock import Clock
+from courtly.crawl.dispatch import SHARED_POLL_S
 from courtly.errors import InvalidURL, StateError
 from courtly.fetch.guard import is_blocked_address
 from courtly.frontier import AddStatus, Frontier, Lease, Outcome
@@ -63,9 +64,6 @@ LEASE_AHEAD_S: Final = 0.25
 leases as of its server's clock plus this, and maps the hosts' times onto this
 process's clock no earlier than they are on the server's). A refill step late by less
 than this delays no request."""
-SHARED_POLL_S: Final = 0.1
-"""How often a process of a shared crawl asks again while other processes hold every
-host with work."""
 
 
 class Refill:
