@@ -8,6 +8,7 @@ and the kernel), and it does not depend on what else the machine runs. robots.tx
 everywhere (one robots.txt request per host, like any first visit).
 
     python benchmarks/pipeline.py --pages 4000 --json
+    python benchmarks/pipeline.py --web broad --pages 20000 --hosts 500   # 250 pages a host
     PYTHONPATH=/tmp/old/src python benchmarks/pipeline.py   # another checkout, same web
 
 Figures: ``pages``, ``robots_fetches``, ``cpu_us_per_page`` (process time of the crawl
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import tempfile
@@ -29,16 +31,24 @@ from courtly.clock import FakeClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler
 from courtly.fetch.memory import MemoryFetcher
-from courtly.sandbox import SandboxWorld
+from courtly.sandbox import SandboxSpec, SandboxWorld
 from courtly.sandbox.resources import Page as SandboxPage
 from profile_crawl import wide_spec
 
 USER_AGENT = "courtly/0.1 (+https://courtly.invalid/bot; bench@courtly.invalid)"
 
 
-def run(pages: int, hosts: int, fetchers: int) -> dict[str, float | int]:
-    """One crawl of ``pages`` pages of a ``wide_spec(hosts)`` web (every other host seeded)."""
-    world = SandboxWorld(wide_spec(hosts), 8080)
+def web_spec(web: str, hosts: int) -> SandboxSpec:
+    """``wide``: :func:`wide_spec`; ``broad``: compare_scrapy.py's broad web (eight hosts
+    an address, 250 pages a host, each front page listing them all)."""
+    if web == "broad":
+        return dataclasses.replace(SandboxSpec.broad(hosts), pages_per_host=250)
+    return wide_spec(hosts)
+
+
+def run(pages: int, hosts: int, fetchers: int, web: str = "wide") -> dict[str, float | int]:
+    """One crawl of ``pages`` pages of a :func:`web_spec` web (every other host seeded)."""
+    world = SandboxWorld(web_spec(web, hosts), 8080)
     serving = [0.0]  # process time spent making the responses (the server's work)
 
     def handler(url: str) -> tuple[int, dict[str, str], bytes]:
@@ -93,9 +103,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pages", type=int, default=4000)
     parser.add_argument("--hosts", type=int, default=2000)
     parser.add_argument("--fetchers", type=int, default=64)
+    parser.add_argument("--web", choices=("wide", "broad"), default="wide")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
-    figures = run(args.pages, args.hosts, args.fetchers)
+    figures = run(args.pages, args.hosts, args.fetchers, args.web)
     print(json.dumps(figures) if args.json else figures)
     return 0
 
