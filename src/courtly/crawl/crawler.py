@@ -625,8 +625,10 @@ class Crawler:
         its request reports the error.
         """
         http = self._http
+        if http is None:
+            return True
         task = asyncio.current_task()
-        if http is None or task is None or task in self._held_at:
+        if task is None or task in self._held_at:
             return True
         try:
             ip = await http.resolve(authority_of(lease.url)[1])
