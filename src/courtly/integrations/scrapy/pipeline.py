@@ -66,8 +66,6 @@ class Pipeline:
             clock, asyncio.get_running_loop().call_later, self._released
         )
         self._from_timer = False
-        self.buffered = 0
-        """Requests handed to the due buffer so far (a count that only grows)."""
         self.gate: AddressGate[Held] = IpGate(per_ip)
         """This process's count; a shared crawl's scheduler puts its store's gate here."""
         self.holds = AddressHolds(per_ip)
@@ -135,7 +133,6 @@ class Pipeline:
             return
         held.buffered_at = self.clock.now()
         self.due.append(held)
-        self.buffered += 1
         at_once, self._from_timer = self._from_timer, False  # the poll may re-enter here
         self.wake_engine(at_once)
 

@@ -243,7 +243,6 @@ class Refill:
         # A host is owed (its request's start lag is sampled) if it was not leasable at
         # the previous lease.
         previous, self._last_lease_at = self._last_lease_at, now + ahead
-        buffered = pipe.buffered
         for lease, payload in zip(batch.leases, loaded, strict=True):
             due = lease.host.next_allowed_at
             freed = pipe.freed_at.pop(lease.host_key, None)
@@ -260,11 +259,6 @@ class Refill:
                 await self._guarded(self._admit(lease, payload, owed, leased_at))
             else:
                 self.spawn(self._admit(lease, payload, owed, leased_at))
-        if pipe.buffered > buffered:
-            # Hosts already due were admitted in this step: the engine polls now, on this
-            # task's turn (the scheduler's own), not on the next turn of a busy loop. Once
-            # a step, whatever it admitted.
-            pipe.wake_engine(True)
         leased = len(batch.leases)
         if leased:
             self.stats.inc("leases", leased)
