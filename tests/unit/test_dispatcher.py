@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from courtly.clock import FakeClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot
-from courtly.crawl.dispatch import SHARED_POLL_S
 from courtly.fetch.memory import MemoryFetcher
+from courtly.store.base import SHARED_POLL_S
 
 UA = "courtly/0.1 (+https://courtly.invalid/bot; tests@courtly.invalid)"
 

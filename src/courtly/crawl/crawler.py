@@ -21,14 +21,7 @@ from courtly.archive.warc import WarcWriter
 from courtly.autoscale import AutoscaleConfig, Autoscaler
 from courtly.clock import Clock, SystemClock
 from courtly.config import CrawlConfig, shorten
-from courtly.crawl.dispatch import (
-    LEASE_AHEAD_S,
-    SHARED_POLL_S,
-    Fetches,
-    ReadyWaits,
-    idle,
-    wait_until,
-)
+from courtly.crawl.dispatch import LEASE_AHEAD_S, Fetches, ReadyWaits, idle, wait_until
 from courtly.crawl.links import LinkAdmission
 from courtly.crawl.page import PagePipeline, drop_reasons
 from courtly.crawl.records import CrawlSnapshot, OnPage, Partition, ProgressSink
@@ -66,7 +59,7 @@ from courtly.observe.status_file import StatusFile, TickToProgress, last_run_rec
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
 from courtly.robots import RobotsCache, authority_of, product_token
 from courtly.stop import ending
-from courtly.store.base import FrontDepths, FrontierStore, HeldHosts, QueuedCounts
+from courtly.store.base import SHARED_POLL_S, FrontDepths, FrontierStore, HeldHosts, QueuedCounts
 from courtly.url import Scope, canonicalize
 
 if TYPE_CHECKING:

@@ -30,21 +30,13 @@ from courtly.frontier.politeness import delay_source, politeness_delay_s
 from courtly.frontier.records import Lease, Outcome
 from courtly.page_budget import FetchClaims
 
-__all__ = ["LEASE_AHEAD_S", "SHARED_POLL_S", "Fetches", "ReadyWaits", "idle", "wait_until"]
+__all__ = ["LEASE_AHEAD_S", "Fetches", "ReadyWaits", "idle", "wait_until"]
 
 LEASE_AHEAD_S = 0.05
 """How far ahead of a host's allowed time the dispatcher may lease it (stores on the
 crawl's clock only). The fetch task then waits for the allowed time itself: the lease
 step, the task's start and the robots.txt lookup are done by then. A leased host's
 fetcher is taken for at most this long before its request (it counts as in flight)."""
-
-SHARED_POLL_S = 0.1
-"""On a store shared with other processes (Redis), the longest a dispatcher with
-nothing to lease waits before it asks again (seconds). Another process's releases,
-give-backs and new links are not signalled here, and a host another process completes
-is due again, and leased by it, within one of its gaps: a process that polled only
-now and then would find every host taken each time it looked (a process joining a
-running crawl of a few hosts waited seconds for its first lease)."""
 
 
 class Fetches:

@@ -57,7 +57,23 @@ if TYPE_CHECKING:  # records only: importing them at run time would be circular
     from courtly.frontier.budget import BudgetConfig
     from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 
-__all__ = ["FrontDepths", "FrontierStore", "HeldHosts", "LeaseBatch", "QueuedCounts"]
+__all__ = [
+    "SHARED_POLL_S",
+    "FrontDepths",
+    "FrontierStore",
+    "HeldHosts",
+    "LeaseBatch",
+    "QueuedCounts",
+]
+
+SHARED_POLL_S = 0.1
+"""On a store shared with other processes (Redis), the longest a caller with nothing
+to lease waits before it asks again (seconds): the crawl's dispatcher and the Scrapy
+add-on's refill. Another process's releases, give-backs and new links are not
+signalled to this one, and a host another process completes is due again, and leased
+by it, within one of its gaps: a process that asked only now and then would find every
+host taken each time it looked (a process joining a running crawl of a few hosts
+waited seconds for its first lease; docs/distributed.md)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -37,7 +37,6 @@ from typing import Any, Final
 from scrapy import Request
 
 from courtly.clock import Clock
-from courtly.crawl.dispatch import SHARED_POLL_S
 from courtly.errors import InvalidURL, StateError
 from courtly.fetch.guard import is_blocked_address
 from courtly.frontier import AddStatus, Frontier, Lease, Outcome
@@ -51,6 +50,7 @@ from courtly.integrations.scrapy.settings import CourtlySettings
 from courtly.integrations.scrapy.stats import SchedulerStats
 from courtly.integrations.scrapy.waker import Waker
 from courtly.robots import RobotsDecision, authority_of
+from courtly.store.base import SHARED_POLL_S
 
 __all__ = ["LEASE_AHEAD_S", "MAX_IDLE_S", "SHARED_POLL_S", "Refill"]
 
