@@ -571,18 +571,15 @@ class Crawler:
     ) -> tuple[list[Lease], list[tuple[Lease, str]]]:
         """Start a fetch for each lease whose address has room here; the leases
         started, and those not (with their address)."""
-        holds, fetches, http = self._holds, self._fetches, self._http
+        fetches = self._fetches
         started: list[Lease] = []
         busy: list[tuple[Lease, str]] = []
         for lease in leases:
             ip = self._known_address(lease)
             due_at = lease.host.next_allowed_at
-            if ip is not None:
-                assert http is not None  # only an HTTP fetcher knows addresses
-                if not holds.room(ip, now, http.waiting_at(ip)):
-                    busy.append((lease, ip))
-                    continue
-                holds.take(ip, due_at)
+            if ip is not None and not self._take_place(ip, due_at, now):
+                busy.append((lease, ip))
+                continue
             self.ready_waits.leased(lease, now)
             task = fetches.start(group, lease, self._process)
             if ip is not None:
@@ -628,12 +625,22 @@ class Crawler:
         except (FetchError, InvalidURL):
             return True
         now = self._clock.now()
-        if not self._holds.room(ip, now, http.waiting_at(ip)):
+        due_at = lease.host.next_allowed_at
+        if not self._take_place(ip, due_at, now):
             await self._release_busy(lease, ip, now)
             return False
-        due_at = lease.host.next_allowed_at
-        self._holds.take(ip, due_at)
         self._held_at[task] = (ip, due_at, now)
+        return True
+
+    def _take_place(self, ip: str, due_at: float, now: float) -> bool:
+        """The address rule (:class:`~courtly.fetch.address_holds.AddressHolds`): whether
+        this process may hold one more lease at ``ip`` (its host due at ``due_at``) at
+        ``now``; if so it is counted there."""
+        http = self._http
+        assert http is not None  # only an HTTP fetcher knows addresses
+        if not self._holds.room(ip, now, http.waiting_at(ip)):
+            return False
+        self._holds.take(ip, due_at)
         return True
 
     def _known_address(self, lease: Lease) -> str | None:
