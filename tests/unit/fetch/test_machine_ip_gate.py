@@ -284,3 +284,46 @@ def test_more_processes_than_the_gate_was_made_for_are_refused(tmp_path: Path) -
     finally:
         first.close()
         second.close()
+
+
+def test_every_lock_file_holds_its_buckets_cap_and_waits(tmp_path: Path) -> None:
+    """The buckets spread over several lock files (so the kernel's per-file lock list
+    stays short): an address's cap holds whichever file its bucket is in, another gate
+    sees its slots and its waiting flag there, and the process identities stay in the
+    first file."""
+    first = MachineIpGate(1, tmp_path / "slots.lock", processes=2, buckets=64, lock_files=4)
+    second = pickle.loads(pickle.dumps(first))  # as a child process gets it
+    by_bucket = {first._bucket(f"127.0.{k}.1"): f"127.0.{k}.1" for k in range(40)}
+    ips = list(by_bucket.values())  # one address a bucket: each has a cap of its own
+    files = {bucket % 4 for bucket in by_bucket}
+    try:
+        assert files == {0, 1, 2, 3}
+        assert [path.exists() for path in first.files()] == [True] * 4
+        slots = {ip: first.try_take(ip) for ip in ips}
+        assert None not in slots.values()
+        assert [second.try_take(ip) for ip in ips] == [None] * len(ips)
+        assert all(second.in_use(ip) == 1 for ip in ips)
+        for ip, slot in slots.items():
+            assert slot is not None
+            first.give_back(ip, slot)
+        assert all(second.in_use(ip) == 0 for ip in ips)
+        assert {first._me, second._me} == {0, 1}
+
+        async def waits_then_holds(ip: str) -> None:
+            taken = first.try_take(ip)
+            assert taken is not None
+            waiter = asyncio.ensure_future(second._wait_for_slot(ip))
+            for _ in range(100):
+                await asyncio.sleep(0.001)
+                if first.waiting_elsewhere(ip):
+                    break
+            assert first.waiting_elsewhere(ip)  # announced in the bucket's own file
+            first.give_back(ip, taken)
+            second.give_back(ip, await asyncio.wait_for(waiter, GUARD_S))
+            assert not first.waiting_elsewhere(ip)
+
+        for ip in ips[:8]:
+            asyncio.run(waits_then_holds(ip))
+    finally:
+        first.close()
+        second.close()
