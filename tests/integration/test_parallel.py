@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import signal
 import subprocess
@@ -458,6 +459,18 @@ def test_status_and_export_read_every_partition(parallel_crawl: ParallelRun) -> 
     assert len(owned) > len(rows) / 2
     fetched = [row for row in rows if row.get("status") is not None]
     assert len(fetched) == run.snapshot.pages
+    # A fetched page's warc_file names one file of the whole crawl (the partitions' WARC
+    # files never share a name), and its record there is that page's response.
+    files = [path for d in state_dirs(state) for path in (d / "warc").glob("*.warc.gz")]
+    by_name = Counter(path.name for path in files)
+    assert by_name and set(by_name.values()) == {1}
+    where = {path.name: path for path in files}
+    for row in fetched:
+        with where[row["warc_file"]].open("rb") as archive:
+            archive.seek(row["warc_offset"])
+            record = gzip.decompress(archive.read(row["warc_length"]))
+        assert b"WARC-Type: response\r\n" in record
+        assert f"WARC-Target-URI: {row['url']}\r\n".encode() in record
     # Every partition's catalogue holds its own hosts' pages only.
     for index, directory in enumerate(state_dirs(state)):
         result = runner.invoke(cli_main, ["export", "--state", str(directory), "-o", str(out)])

@@ -68,6 +68,7 @@ __all__ = [
     "DEFAULT_MAX_WARC_FILE_BYTES",
     "WarcPosition",
     "WarcWriter",
+    "archive_prefix",
     "gzip_member",
     "new_record_id",
     "truncate_torn_tail",
@@ -122,6 +123,31 @@ def warc_date(at: float) -> str:
     if micros >= 1_000_000:
         whole_s, micros = whole_s + 1, micros - 1_000_000
     return f"{_utc_seconds(whole_s)}.{micros:06d}Z"
+
+
+_ARCHIVE_NAME = re.compile(r"^(courtly(?:-[0-9a-f]{8})?)-\d{5,}\.warc\.gz$")
+
+
+def archive_prefix(directory: Path) -> str:
+    """The WARC file-name prefix of the crawl archive in ``directory``.
+
+    ``courtly-<8 hex digits>``, drawn at random when ``directory`` holds no archive
+    yet, so that the files of different state directories never share a name: the
+    partitions of one crawl (``--processes N``), the fetchers of a shared (Redis)
+    crawl, and crawls gathered into one collection. The catalogue names a record's
+    file by its base name (``warc_file``), which is then enough to find it. A
+    directory that already holds files keeps their prefix (that of the newest one), so
+    a resumed crawl goes on in its own series; archives written before this rule
+    (``courtly-00000.warc.gz``) keep theirs.
+    """
+    try:
+        names = [(p.stat().st_mtime, p.name) for p in Path(directory).iterdir()]
+    except FileNotFoundError:
+        names = []
+    found = sorted((at, m.group(1)) for at, name in names if (m := _ARCHIVE_NAME.match(name)))
+    if found:
+        return found[-1][1]
+    return f"courtly-{os.urandom(4).hex()}"
 
 
 def gzip_member(data: bytes, level: int) -> bytes:

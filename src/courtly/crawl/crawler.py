@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from courtly.archive.catalogue import CatalogueEntry
-from courtly.archive.warc import WarcWriter
+from courtly.archive.warc import WarcWriter, archive_prefix
 from courtly.autoscale import AutoscaleConfig, Autoscaler
 from courtly.clock import Clock, SystemClock
 from courtly.config import CrawlConfig, shorten
@@ -259,8 +259,10 @@ class Crawler:
         in flight at the deadline, and within ``max_time_s`` + the stop grace otherwise.
         """
         self.stats.started_at = self._clock.now()
+        warc_dir = self.config.state_dir / "warc"
         self._warc = WarcWriter.open_existing(
-            self.config.state_dir / "warc",
+            warc_dir,
+            prefix=archive_prefix(warc_dir),
             gzip_level=self.config.warc_gzip_level,
             clock=self._clock,
             warcinfo_fields={"operator-agent": self._ua},

@@ -4,6 +4,7 @@ import base64
 import gzip
 import io
 import random
+import re
 import threading
 import uuid
 from pathlib import Path
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from courtly.archive import WarcPosition, WarcWriter, truncate_torn_tail, warc_date
-from courtly.archive.warc import _sha1_label, new_record_id
+from courtly.archive.warc import _sha1_label, archive_prefix, new_record_id
 from courtly.clock import FakeClock
 from courtly.fetch.records import FetchResult
 
@@ -397,3 +398,27 @@ def test_new_record_ids_are_distinct_version_4_uuids_in_canonical_form() -> None
         assert parsed.version == 4
         assert parsed.variant == uuid.RFC_4122
         assert str(parsed) == text
+
+
+def test_archive_prefixes_are_new_per_directory_and_kept_on_resume(tmp_path: Path) -> None:
+    """Two state directories never name their WARC files alike (the partitions of one
+    crawl, the fetchers of a shared one); a directory keeps its own series on resume,
+    and an archive written before the rule keeps its plain ``courtly-`` names."""
+    first, second = tmp_path / "a", tmp_path / "b"
+    prefixes = {archive_prefix(first), archive_prefix(second), archive_prefix(tmp_path / "c")}
+    assert len(prefixes) == 3
+    assert all(re.fullmatch(r"courtly-[0-9a-f]{8}", p) for p in prefixes)
+    prefix = archive_prefix(first)
+    writer = WarcWriter(first, prefix=prefix, clock=FakeClock(1000.0))
+    writer.write_exchange(make_result(0))
+    writer.close()
+    assert archive_prefix(first) == prefix  # resumed: the same series
+    again = WarcWriter.open_existing(first, prefix=archive_prefix(first))
+    again.write_exchange(make_result(1))
+    again.close()
+    assert [p.name for p in sorted(first.iterdir())] == [f"{prefix}-00000.warc.gz"]
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "courtly-00003.warc.gz").write_bytes(gzip.compress(b""))
+    (old / "notes.txt").write_text("not an archive")
+    assert archive_prefix(old) == "courtly"
