@@ -211,6 +211,13 @@ def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
     assert served - catalogued == set()
     fetched = sum(1 for row in rows if row["status"] is not None)
     assert fetched >= COVERAGE_FLOOR * len(served), (fetched, len(served))
+    # each fetcher names its WARC files apart, so a page's warc_file is one file of the
+    # whole crawl (the killed fetcher's included)
+    files = [path for n in "abc" for path in (tmp_path / n / "warc").glob("*.warc.gz")]
+    names = Counter(path.name for path in files)
+    assert len({path.parent for path in files}) == 3 and set(names.values()) == {1}, names
+    archived = [row["warc_file"] for row in rows if row.get("warc_file")]
+    assert archived and set(archived) <= set(names), set(archived) - set(names)
 
 
 FAIR_SHARE = 0.25
