@@ -489,7 +489,10 @@ async def test_host_state_is_fresh_then_stored(make: MakeStore) -> None:
 
 @pytest.mark.parametrize("source", list(DelaySource))
 async def test_every_host_state_field_round_trips(make: MakeStore, source: DelaySource) -> None:
-    """Every persisted field comes back (``unanswered`` is counted afresh by design)."""
+    """Every field comes back, to the caller's process and to any other (a shared store):
+    ``unanswered`` too, or a host that never answers would never be retired as dead when
+    its requests are made by several fetchers (the SQLite store keeps it in memory: a
+    resumed crawl counts it afresh)."""
     store = make()
     await store.add([url("r.test", "1"), url("r.test", "2")], T0, NO_BUDGET)
     lease = await lease_one(store)
@@ -505,6 +508,7 @@ async def test_every_host_state_field_round_trips(make: MakeStore, source: Delay
         crawl_delay_s=1.5,
         delay_source=source,
         last_status=503,
+        unanswered=2,
     )
     await store.complete(lease, state, (), T0, NO_BUDGET)
     assert await store.host_state("r.test") == state

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -29,6 +30,9 @@ from tests.redis_servers import delete_crawl, have_redis_server, new_crawl_name,
 
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
+from courtly.config import CrawlConfig
+from courtly.crawl import Crawler
+from courtly.frontier.politeness import PolitenessConfig
 from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec
 from courtly.store.redis.address import connect
 
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
     from tests.integration.conftest import (
         MIN_DELAY_S,
         PER_IP,
+        UA,
         LiveWeb,
         assert_polite,
         audit_web,
@@ -46,6 +51,7 @@ else:  # tests/integration is no package: pytest imports its conftest as "confte
     from conftest import (
         MIN_DELAY_S,
         PER_IP,
+        UA,
         LiveWeb,
         assert_polite,
         audit_web,
@@ -250,3 +256,38 @@ def test_two_fetchers_share_a_one_address_web(
     total = sum(pages)
     assert total > 0
     assert min(pages) >= FAIR_SHARE * total, pages
+
+
+def test_a_dead_host_is_retired_on_redis_and_the_crawl_ends(
+    tmp_path: Path, shared_crawl: tuple[str, str]
+) -> None:
+    """A host that never answers is retired as "dead" after the bounded tries on Redis as
+    on the local store: its count of unanswered requests lives with its state in Redis
+    (each lease reads the state the last completion stored), so the crawl ends by itself.
+    Before, that count came back as 0 with every lease: the host was tried for ever and a
+    Redis crawl with a dead host never ended."""
+    store, crawl = shared_crawl
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    config = CrawlConfig(
+        state_dir=tmp_path / "state",
+        user_agent=UA,
+        seeds=(f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/a"),
+        allow_private_networks=True,
+        min_delay_s=MIN_DELAY_S,
+        connect_timeout_s=1.0,
+        total_timeout_s=2.0,
+        progress_interval_s=0.5,
+        store=store,
+        crawl_name=crawl,
+        max_time_s=FINISH_WITHIN_S,
+    )
+    retries = PolitenessConfig(
+        min_delay_s=MIN_DELAY_S, error_backoff_s=0.1, dead_after_failures=3, robots_retry_s=0.2
+    )
+    snapshot = run_async(Crawler(config, politeness=retries).run())
+    assert snapshot.hosts_retired == {"dead": 1}, snapshot
+    assert snapshot.stop_reason == "nothing_fetchable"
+    assert snapshot.robots_fetches == retries.dead_after_failures
+    assert snapshot.pages == 0

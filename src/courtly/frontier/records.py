@@ -104,7 +104,8 @@ class HostState:
     (``"blocked"``, ``"dead"``, ``"failing"``, ``"budget"``). ``unanswered`` counts
     consecutive requests that got no response at all (DNS, connect, timeout, reset);
     any response resets it. The SQLite store does not persist ``unanswered``: a resumed
-    crawl counts it afresh (a retirement it led to is persisted).
+    crawl counts it afresh (a retirement it led to is persisted); a shared (Redis) store
+    keeps it, as its fetchers read the state afresh with every lease.
     """
 
     host_key: str

@@ -41,7 +41,12 @@ _STATE_FIELDS: Final = (
     "retired",
     "delay_source",
     "last_status",
+    "unanswered",
 )
+"""The stored fields of a host's state, in order; a field added later goes at the end
+(a payload written before it has fewer values, and the missing ones default).
+``unanswered`` is kept so that a host whose requests go unanswered is retired as
+``"dead"`` when its tries are spread over several fetchers or leases."""
 _CATALOGUE_DEFAULTS: Final = {
     spec.name: spec.default for spec in fields(CatalogueEntry) if spec.name not in ("url",)
 }
@@ -115,7 +120,7 @@ def decode_state(host_key: str, next_allowed_at: float, payload: str) -> HostSta
     if not payload:
         return HostState(host_key, next_allowed_at)
     values = json.loads(payload)
-    # a payload written before delay_source/last_status has fewer fields: they default
+    # a payload written before delay_source/last_status/unanswered has fewer fields
     state = dict(zip(_STATE_FIELDS, values, strict=False))
     if "delay_source" in state:
         state["delay_source"] = DelaySource(state["delay_source"])
