@@ -9,6 +9,7 @@ Everything listens on 127.0.0.0/8 only.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -134,6 +135,25 @@ def crawl_config(web: LiveWeb, state_dir: Path, **overrides: Any) -> CrawlConfig
     }
     values.update(overrides)
     return CrawlConfig(**values)
+
+
+def dead_host_config(state_dir: Path, **overrides: Any) -> CrawlConfig:
+    """A crawl of two pages of a host that never answers (a loopback port nothing listens
+    on: every connection is refused), with short timeouts."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    config = CrawlConfig(
+        state_dir=state_dir,
+        user_agent=UA,
+        seeds=(f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/a"),
+        allow_private_networks=True,
+        min_delay_s=MIN_DELAY_S,
+        connect_timeout_s=1.0,
+        total_timeout_s=2.0,
+        progress_interval_s=0.5,
+    )
+    return replace(config, **overrides)
 
 
 def crawl_flags(web: LiveWeb, state_dir: Path, *, min_delay_s: float = MIN_DELAY_S) -> list[str]:

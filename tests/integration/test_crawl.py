@@ -17,7 +17,6 @@ import dataclasses
 import itertools
 import json
 import resource
-import socket
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator, Sequence
@@ -67,6 +66,7 @@ if TYPE_CHECKING:
         catalogue_of,
         crawl_config,
         crawl_flags,
+        dead_host_config,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
     from conftest import (
@@ -80,6 +80,7 @@ else:  # tests/integration is no package: pytest imports its conftest as "confte
         catalogue_of,
         crawl_config,
         crawl_flags,
+        dead_host_config,
     )
 
 pytestmark = pytest.mark.integration
@@ -819,25 +820,8 @@ def test_a_crawl_of_a_blocked_address_ends_at_once_naming_the_flag(tmp_path: Pat
     assert last_run["last_run"]["stop_reason"] == "nothing_fetchable"
 
 
-def _closed_port() -> int:
-    """A loopback port nothing listens on (connections are refused)."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def test_a_crawl_of_a_dead_host_ends_after_the_bounded_attempts(tmp_path: Path) -> None:
-    port = _closed_port()
-    config = CrawlConfig(
-        state_dir=tmp_path / "state",
-        user_agent=UA,
-        seeds=(f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/a"),
-        allow_private_networks=True,
-        min_delay_s=MIN_DELAY_S,
-        connect_timeout_s=1.0,
-        total_timeout_s=2.0,
-        progress_interval_s=0.5,
-    )
+    config = dead_host_config(tmp_path / "state")
     snapshot = run_async(Crawler(config, politeness=SHORT_RETRIES).run())
     assert snapshot.stop_reason == "nothing_fetchable"
     assert snapshot.stop_detail is not None and "unreachable" in snapshot.stop_detail

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,7 +29,6 @@ from tests.redis_servers import delete_crawl, have_redis_server, new_crawl_name,
 
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
-from courtly.config import CrawlConfig
 from courtly.crawl import Crawler
 from courtly.frontier.politeness import PolitenessConfig
 from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec
@@ -40,22 +38,22 @@ if TYPE_CHECKING:
     from tests.integration.conftest import (
         MIN_DELAY_S,
         PER_IP,
-        UA,
         LiveWeb,
         assert_polite,
         audit_web,
         crawl_flags,
+        dead_host_config,
         one_address_spec,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
     from conftest import (
         MIN_DELAY_S,
         PER_IP,
-        UA,
         LiveWeb,
         assert_polite,
         audit_web,
         crawl_flags,
+        dead_host_config,
         one_address_spec,
     )
 
@@ -267,21 +265,8 @@ def test_a_dead_host_is_retired_on_redis_and_the_crawl_ends(
     Before, that count came back as 0 with every lease: the host was tried for ever and a
     Redis crawl with a dead host never ended."""
     store, crawl = shared_crawl
-    with socket.socket() as probe:  # a loopback port nothing listens on
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
-    config = CrawlConfig(
-        state_dir=tmp_path / "state",
-        user_agent=UA,
-        seeds=(f"http://127.0.0.1:{port}/", f"http://127.0.0.1:{port}/a"),
-        allow_private_networks=True,
-        min_delay_s=MIN_DELAY_S,
-        connect_timeout_s=1.0,
-        total_timeout_s=2.0,
-        progress_interval_s=0.5,
-        store=store,
-        crawl_name=crawl,
-        max_time_s=FINISH_WITHIN_S,
+    config = dead_host_config(
+        tmp_path / "state", store=store, crawl_name=crawl, max_time_s=FINISH_WITHIN_S
     )
     retries = PolitenessConfig(
         min_delay_s=MIN_DELAY_S, error_backoff_s=0.1, dead_after_failures=3, robots_retry_s=0.2
