@@ -20,7 +20,10 @@ engine's poll are left, whatever the store I/O and the SQLite commit of the step
 cost. The price: a host is leased up to that long before its request, and a
 kill in between repeats nothing (no request was made).
 
-On a store shared with other processes (Redis) the frontier says nothing is
+On a store shared with other processes (Redis) the look-ahead is at most half
+the min delay (:func:`~courtly.store.base.shared_lease_ahead_s`), so that a host
+one process completes is seen due by every process before any leases it again.
+There the frontier says nothing is
 waiting while they hold every host with work: then this process stays open as
 long as the crawl has leases out (their callbacks may bring work), and asks for
 leases every
@@ -50,7 +53,7 @@ from courtly.integrations.scrapy.settings import CourtlySettings
 from courtly.integrations.scrapy.stats import SchedulerStats
 from courtly.integrations.scrapy.waker import Waker
 from courtly.robots import RobotsDecision, authority_of
-from courtly.store.base import SHARED_POLL_S
+from courtly.store.base import SHARED_POLL_S, shared_lease_ahead_s
 
 __all__ = ["LEASE_AHEAD_S", "MAX_IDLE_S", "SHARED_POLL_S", "Refill"]
 
@@ -96,6 +99,13 @@ class Refill:
         self._on_store_error = on_store_error
         self._addresses = Addresses()
         self._last_lease_at = float("-inf")
+        self._ahead_s = (
+            shared_lease_ahead_s(LEASE_AHEAD_S, config.min_delay_s)
+            if config.shared
+            else LEASE_AHEAD_S
+        )
+        """How far ahead this process leases: :data:`LEASE_AHEAD_S`, less on a shared
+        crawl with a short min delay (:func:`~courtly.store.base.shared_lease_ahead_s`)."""
         self._others_checked_at = float("-inf")
         self._stopping = False
         self._children: set[asyncio.Task[None]] = set()
@@ -230,7 +240,7 @@ class Refill:
         if room <= 0:
             return MAX_IDLE_S
         now = self._clock.now()
-        ahead = LEASE_AHEAD_S
+        ahead = self._ahead_s
         batch = await self.frontier.lease(room, ahead_s=ahead)
         if batch.leases and not self.config.shared:
             # The leases are on disk before any of their requests can be sent: after a
@@ -323,7 +333,7 @@ class Refill:
                 # As many leases at this address as this process can start soon: back
                 # to the crawl untouched, its host held a moment (another process may
                 # take it; this one's next lease step does not take it again at once).
-                wait_s = pipe.holds.wait_s(ip, LEASE_AHEAD_S)
+                wait_s = pipe.holds.wait_s(ip, self._ahead_s)
                 pipe.give_back(held, Outcome.deferred(now, wait_s, DelaySource.ADDRESS_BUSY))
                 self.stats.inc("address_busy")
                 return
