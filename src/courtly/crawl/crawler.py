@@ -59,7 +59,14 @@ from courtly.observe.status_file import StatusFile, TickToProgress, last_run_rec
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
 from courtly.robots import RobotsCache, authority_of, product_token
 from courtly.stop import ending
-from courtly.store.base import SHARED_POLL_S, FrontDepths, FrontierStore, HeldHosts, QueuedCounts
+from courtly.store.base import (
+    SHARED_POLL_S,
+    FrontDepths,
+    FrontierStore,
+    HeldHosts,
+    QueuedCounts,
+    shared_lease_ahead_s,
+)
 from courtly.url import Scope, canonicalize
 
 if TYPE_CHECKING:
@@ -133,8 +140,14 @@ class Crawler:
         self._store = store if store is not None else open_store(config, fconfig.queues)
         self._shared = is_shared(self._store)
         """Other processes share the store (Redis): they change it without a signal here."""
-        # Every store leases ahead (Redis maps the server's times onto this clock).
-        self._ahead_s = LEASE_AHEAD_S
+        # Every store leases ahead (Redis maps the server's times onto this clock); on a
+        # shared one no further than half the min delay, so that a host this process
+        # completes is seen due by the others before it leases it again.
+        self._ahead_s = (
+            shared_lease_ahead_s(LEASE_AHEAD_S, fconfig.politeness.min_delay_s)
+            if self._shared
+            else LEASE_AHEAD_S
+        )
         held = self._store.holds if isinstance(self._store, HeldHosts) else None
         self.ready_waits = ReadyWaits(held)
         """Fetchers idle while a host was ready (see :class:`ReadyWaits`)."""
