@@ -6,35 +6,18 @@ every host it once had and another process of a small crawl could get none."""
 
 from __future__ import annotations
 
-from scrapy import Spider
-
 from courtly.clock import FakeClock
-from courtly.frontier import Frontier, FrontierConfig, PolitenessConfig, QueueConfig, QueuedUrl
+from courtly.frontier import QueueConfig, QueuedUrl
 from courtly.frontier.records import HostState
 from courtly.integrations.scrapy import CourtlySettings
-from courtly.integrations.scrapy.codec import RequestCodec
 from courtly.integrations.scrapy.keys import key_for
-from courtly.integrations.scrapy.payloads import Payloads
-from courtly.integrations.scrapy.pipeline import Pipeline
 from courtly.integrations.scrapy.refill import LEASE_AHEAD_S, Refill
-from courtly.integrations.scrapy.robots import RobotsBook
-from courtly.integrations.scrapy.stats import SchedulerStats
 from courtly.store.base import shared_lease_ahead_s
 from courtly.store.memory import MemoryStore
+from tests.unit.integrations.refills import make_refill
 
 TTL_S = 30.0
 MIN_DELAY_S = 0.2
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.values: dict[str, object] = {}
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self.values[key] = int(self.values.get(key, start)) + count  # type: ignore[call-overload]
-
-    def set_value(self, key: str, value: object) -> None:
-        self.values[key] = value
 
 
 def _key(page: int) -> str:
@@ -42,38 +25,26 @@ def _key(page: int) -> str:
     return key_for(f"http://a.test/{page}", bytes([page]) * 20, dont_filter=False)
 
 
-def _refill(store: MemoryStore, clock: FakeClock, url: str) -> tuple[Refill, Frontier]:
-    """A refill on ``store`` configured as if its store were ``url`` (a Redis URL makes
-    it a process of a shared crawl)."""
-    politeness = PolitenessConfig(min_delay_s=MIN_DELAY_S)
-    frontier = Frontier(store, FrontierConfig(politeness=politeness), clock=clock)
+async def _refill_after_a_fetch(url: str) -> tuple[Refill, MemoryStore, FakeClock]:
+    """A refill of a process whose store is ``url`` (a Redis URL: a shared crawl), on a
+    store where a.test/1 was just fetched: a.test is due one min delay from now."""
+    clock = FakeClock()
+    store = MemoryStore(QueueConfig())
     shared = url.startswith("redis")
     config = CourtlySettings(
         state_dir=None, store=url, min_delay_s=MIN_DELAY_S, crawl_name="t" if shared else None
     )
-    stats = SchedulerStats(_Sink())
-    pipe = Pipeline(
-        clock,
-        config.per_ip,
-        Payloads(RequestCodec(Spider("t")), stats),
-        poke=lambda: None,
-        wake_engine=lambda _idle: None,
-        fetch_robots=lambda _held: None,
-    )
-    robots = RobotsBook(clock, politeness, "bot", shared=config.shared)
-    refill = Refill(
-        frontier,
-        pipe,
-        config,
-        stats,
-        robots,
-        engine=None,
-        clock=clock,
-        on_store_error=lambda: None,
-    )
+    refill, frontier, _ = make_refill(store, clock, config)
     # A lease's admission (robots.txt, the address) is not under test: dropped unrun.
     refill.spawn = lambda coro: coro.close()  # type: ignore[method-assign]
-    return refill, frontier
+    await frontier.add_queued(
+        [QueuedUrl(_key(1), "a.test", 0, 0), QueuedUrl(_key(2), "a.test", 0, 0)]
+    )
+    now = clock.now()
+    (lease,) = (await store.lease(now, TTL_S, 1)).leases
+    state = HostState(lease.host_key, next_allowed_at=now + MIN_DELAY_S)
+    assert await store.complete(lease, state, (), now, frontier.config.budget) is not None
+    return refill, store, clock
 
 
 def test_the_shared_look_ahead_is_at_most_half_the_min_delay() -> None:
@@ -83,24 +54,7 @@ def test_the_shared_look_ahead_is_at_most_half_the_min_delay() -> None:
 
 
 async def test_a_host_one_min_delay_off_is_not_leased_yet_on_a_shared_crawl() -> None:
-    clock = FakeClock()
-    store = MemoryStore(QueueConfig())
-    refill, frontier = _refill(store, clock, "redis://127.0.0.1:6379/0")
-    await frontier.add_queued(
-        [QueuedUrl(_key(1), "a.test", 0, 0), QueuedUrl(_key(2), "a.test", 0, 0)]
-    )
-    # A process (this one or another) fetched a.test/1; its response ended now, so the
-    # host is due one min delay from now.
-    now = clock.now()
-    (lease,) = (await store.lease(now, TTL_S, 1)).leases
-    done = await store.complete(
-        lease,
-        HostState(lease.host_key, next_allowed_at=now + MIN_DELAY_S),
-        (),
-        now,
-        frontier.config.budget,
-    )
-    assert done is not None
+    refill, store, clock = await _refill_after_a_fetch("redis://127.0.0.1:6379/0")
     wait_s = await refill._fill()
     assert (await store.counts(clock.now())).leased == 0  # not taken before others see it
     assert abs(wait_s - MIN_DELAY_S / 2) < 1e-6  # looks again half a min delay before
@@ -110,22 +64,7 @@ async def test_a_host_one_min_delay_off_is_not_leased_yet_on_a_shared_crawl() ->
 
 
 async def test_a_local_crawl_keeps_the_full_look_ahead() -> None:
-    clock = FakeClock()
-    store = MemoryStore(QueueConfig())
-    refill, frontier = _refill(store, clock, "memory")
     assert MIN_DELAY_S < LEASE_AHEAD_S
-    await frontier.add_queued(
-        [QueuedUrl(_key(1), "a.test", 0, 0), QueuedUrl(_key(2), "a.test", 0, 0)]
-    )
-    now = clock.now()
-    (lease,) = (await store.lease(now, TTL_S, 1)).leases
-    done = await store.complete(
-        lease,
-        HostState(lease.host_key, next_allowed_at=now + MIN_DELAY_S),
-        (),
-        now,
-        frontier.config.budget,
-    )
-    assert done is not None
+    refill, store, clock = await _refill_after_a_fetch("memory")
     await refill._fill()  # one process alone: nobody to share with, lease as far ahead
     assert (await store.counts(clock.now())).leased == 1

@@ -6,63 +6,28 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from scrapy import Spider
-
 from courtly.clock import FakeClock
-from courtly.frontier import Frontier, FrontierConfig, PolitenessConfig, QueueConfig, QueuedUrl
+from courtly.frontier import QueueConfig, QueuedUrl
 from courtly.integrations.scrapy import CourtlySettings
-from courtly.integrations.scrapy.codec import RequestCodec
-from courtly.integrations.scrapy.payloads import Payloads
-from courtly.integrations.scrapy.pipeline import Pipeline
-from courtly.integrations.scrapy.refill import MAX_IDLE_S, Refill
-from courtly.integrations.scrapy.robots import RobotsBook
-from courtly.integrations.scrapy.stats import SchedulerStats
+from courtly.integrations.scrapy.refill import MAX_IDLE_S
 from courtly.store.memory import MemoryStore
+from tests.unit.integrations.refills import make_refill
 
 TTL_S = 30.0
-
-
-class _Sink:
-    def __init__(self) -> None:
-        self.values: dict[str, object] = {}
-
-    def inc_value(self, key: str, count: int = 1, start: int = 0) -> None:
-        self.values[key] = int(self.values.get(key, start)) + count  # type: ignore[call-overload]
-
-    def set_value(self, key: str, value: object) -> None:
-        self.values[key] = value
 
 
 async def test_a_far_next_host_does_not_close_a_process_while_another_holds_a_lease() -> None:
     clock = FakeClock()
     store = MemoryStore(QueueConfig())
-    politeness = PolitenessConfig(min_delay_s=0.5)
-    frontier = Frontier(store, FrontierConfig(politeness=politeness), clock=clock)
     config = CourtlySettings(
-        state_dir=None, store="redis://127.0.0.1:6379/0", crawl_name="t", max_wait_s=5.0
+        state_dir=None,
+        store="redis://127.0.0.1:6379/0",
+        crawl_name="t",
+        max_wait_s=5.0,
+        min_delay_s=0.5,
     )
     assert config.shared
-    stats = SchedulerStats(_Sink())
-    payloads = Payloads(RequestCodec(Spider("t")), stats)
-    pipe = Pipeline(
-        clock,
-        config.per_ip,
-        payloads,
-        poke=lambda: None,
-        wake_engine=lambda _idle: None,
-        fetch_robots=lambda _held: None,
-    )
-    robots = RobotsBook(clock, politeness, "bot", shared=True)
-    refill = Refill(
-        frontier,
-        pipe,
-        config,
-        stats,
-        robots,
-        engine=None,
-        clock=clock,
-        on_store_error=lambda: None,
-    )
+    refill, frontier, pipe = make_refill(store, clock, config)
     await frontier.add_queued(
         [QueuedUrl("http://a.test/1", "a.test", 0, 0), QueuedUrl("http://b.test/1", "b.test", 0, 0)]
     )
