@@ -31,8 +31,9 @@ __all__ = [
 LAYOUT_FILE = "partitions.json"
 """The file in a partitioned state directory that records the number of partitions."""
 IP_SLOTS_FILE = "ip-slots.lock"
-"""The lock file of the per-IP slots the partitions share (see
-:mod:`courtly.fetch.machine_ip_gate`); empty, only its byte-range locks count."""
+"""The first lock file of the per-IP slots the partitions share (the others are this
+name with ``.1`` to ``.15`` appended; see :mod:`courtly.fetch.machine_ip_gate`); empty,
+only their byte-range locks count."""
 
 
 def stable_hash(host_key: str) -> int:
