@@ -65,7 +65,7 @@ from courtly.store.base import (
     FrontierStore,
     HeldHosts,
     QueuedCounts,
-    shared_lease_ahead_s,
+    lease_ahead_s,
 )
 from courtly.url import Scope, canonicalize
 
@@ -143,10 +143,8 @@ class Crawler:
         # Every store leases ahead (Redis maps the server's times onto this clock); on a
         # shared one no further than half the min delay, so that a host this process
         # completes is seen due by the others before it leases it again.
-        self._ahead_s = (
-            shared_lease_ahead_s(LEASE_AHEAD_S, fconfig.politeness.min_delay_s)
-            if self._shared
-            else LEASE_AHEAD_S
+        self._ahead_s = lease_ahead_s(
+            LEASE_AHEAD_S, fconfig.politeness.min_delay_s, shared=self._shared
         )
         held = self._store.holds if isinstance(self._store, HeldHosts) else None
         self.ready_waits = ReadyWaits(held)

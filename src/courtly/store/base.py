@@ -64,7 +64,7 @@ __all__ = [
     "HeldHosts",
     "LeaseBatch",
     "QueuedCounts",
-    "shared_lease_ahead_s",
+    "lease_ahead_s",
 ]
 
 SHARED_POLL_S = 0.1
@@ -77,9 +77,10 @@ host taken each time it looked (a process joining a running crawl of a few hosts
 waited seconds for its first lease; docs/distributed.md)."""
 
 
-def shared_lease_ahead_s(ahead_s: float, min_delay_s: float) -> float:
-    """How far ahead of a host's time a process of a shared crawl leases (seconds):
-    ``ahead_s``, but at most half the crawl's min delay.
+def lease_ahead_s(ahead_s: float, min_delay_s: float, *, shared: bool) -> float:
+    """How far ahead of a host's time a process leases (seconds): ``ahead_s`` (the
+    caller's window: the crawl's dispatcher's or the Scrapy add-on's) on a store of its
+    own; on a ``shared`` one (Redis) at most half the crawl's min delay.
 
     A host's next time after a fetch is at least the min delay after its response ended.
     With a look-ahead as long as that, the process that completed a host leased it again
@@ -89,7 +90,7 @@ def shared_lease_ahead_s(ahead_s: float, min_delay_s: float) -> float:
     against 0, under load; docs/scrapy.md). At half the min delay the host is seen due by
     every process first, and each takes it at the same moment before its time.
     """
-    return min(ahead_s, min_delay_s / 2.0)
+    return min(ahead_s, min_delay_s / 2.0) if shared else ahead_s
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from courtly.frontier.records import HostState
 from courtly.integrations.scrapy import CourtlySettings
 from courtly.integrations.scrapy.keys import key_for
 from courtly.integrations.scrapy.refill import LEASE_AHEAD_S, Refill
-from courtly.store.base import shared_lease_ahead_s
+from courtly.store.base import lease_ahead_s
 from courtly.store.memory import MemoryStore
 from tests.unit.integrations.refills import make_refill
 
@@ -48,9 +48,10 @@ async def _refill_after_a_fetch(url: str) -> tuple[Refill, MemoryStore, FakeCloc
 
 
 def test_the_shared_look_ahead_is_at_most_half_the_min_delay() -> None:
-    assert shared_lease_ahead_s(0.25, 1.0) == 0.25  # the defaults: unchanged
-    assert shared_lease_ahead_s(0.25, 0.2) == 0.1
-    assert shared_lease_ahead_s(0.25, 0.0) == 0.0
+    assert lease_ahead_s(0.25, 1.0, shared=True) == 0.25  # the defaults: unchanged
+    assert lease_ahead_s(0.25, 0.2, shared=True) == 0.1
+    assert lease_ahead_s(0.25, 0.0, shared=True) == 0.0
+    assert lease_ahead_s(0.25, 0.2, shared=False) == 0.25  # a store of its own
 
 
 async def test_a_host_one_min_delay_off_is_not_leased_yet_on_a_shared_crawl() -> None:

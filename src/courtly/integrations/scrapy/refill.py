@@ -21,7 +21,7 @@ cost. The price: a host is leased up to that long before its request, and a
 kill in between repeats nothing (no request was made).
 
 On a store shared with other processes (Redis) the look-ahead is at most half
-the min delay (:func:`~courtly.store.base.shared_lease_ahead_s`), so that a host
+the min delay (:func:`~courtly.store.base.lease_ahead_s`), so that a host
 one process completes is seen due by every process before any leases it again.
 There the frontier says nothing is
 waiting while they hold every host with work: then this process stays open as
@@ -53,7 +53,7 @@ from courtly.integrations.scrapy.settings import CourtlySettings
 from courtly.integrations.scrapy.stats import SchedulerStats
 from courtly.integrations.scrapy.waker import Waker
 from courtly.robots import RobotsDecision, authority_of
-from courtly.store.base import SHARED_POLL_S, shared_lease_ahead_s
+from courtly.store.base import SHARED_POLL_S, lease_ahead_s
 
 __all__ = ["LEASE_AHEAD_S", "MAX_IDLE_S", "SHARED_POLL_S", "Refill"]
 
@@ -99,13 +99,9 @@ class Refill:
         self._on_store_error = on_store_error
         self._addresses = Addresses()
         self._last_lease_at = float("-inf")
-        self._ahead_s = (
-            shared_lease_ahead_s(LEASE_AHEAD_S, config.min_delay_s)
-            if config.shared
-            else LEASE_AHEAD_S
-        )
+        self._ahead_s = lease_ahead_s(LEASE_AHEAD_S, config.min_delay_s, shared=config.shared)
         """How far ahead this process leases: :data:`LEASE_AHEAD_S`, less on a shared
-        crawl with a short min delay (:func:`~courtly.store.base.shared_lease_ahead_s`)."""
+        crawl with a short min delay (:func:`~courtly.store.base.lease_ahead_s`)."""
         self._others_checked_at = float("-inf")
         self._stopping = False
         self._children: set[asyncio.Task[None]] = set()
