@@ -141,12 +141,12 @@ def archive_prefix(directory: Path) -> str:
     (``courtly-00000.warc.gz``) keep theirs.
     """
     try:
-        names = [(p.stat().st_mtime, p.name) for p in Path(directory).iterdir()]
+        entries = list(Path(directory).iterdir())
     except FileNotFoundError:
-        names = []
-    found = sorted((at, m.group(1)) for at, name in names if (m := _ARCHIVE_NAME.match(name)))
-    if found:
-        return found[-1][1]
+        entries = []
+    found = [(p, m.group(1)) for p in entries if (m := _ARCHIVE_NAME.match(p.name))]
+    if found:  # only the archive's files are looked at (stat) for the newest
+        return max(found, key=lambda item: item[0].stat().st_mtime)[1]
     return f"courtly-{os.urandom(4).hex()}"
 
 

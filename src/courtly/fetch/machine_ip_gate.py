@@ -173,7 +173,7 @@ class MachineIpGate:
     # process (used in the first file only), then a "waiting" byte per bucket and
     # process. A bucket's slots and waiting bytes are in its own file, bucket % lock_files.
 
-    def _file(self, bucket: int = 0) -> int:
+    def _file(self, bucket: int) -> int:
         """The descriptor of ``bucket``'s lock file, opened on first use (this process's
         identity is claimed in the first file before any other is used)."""
         index = bucket % self.lock_files
@@ -292,7 +292,7 @@ class MachineIpGate:
                 queue[0].set_result(None)
 
     def close(self) -> None:
-        """Give back every slot this process holds and close the file."""
+        """Give back every slot this process holds and close the lock files."""
         for fd in self._fds:
             if fd is not None:
                 os.close(fd)
