@@ -24,6 +24,7 @@ from courtly.config import CrawlConfig
 from courtly.crawl import open_store
 from courtly.event_loop import run_async
 from courtly.frontier.config import QueueConfig
+from courtly.frontier.politeness import PolitenessConfig
 from courtly.sandbox import (
     AuditReport,
     RequestRecord,
@@ -135,6 +136,19 @@ def crawl_config(web: LiveWeb, state_dir: Path, **overrides: Any) -> CrawlConfig
     }
     values.update(overrides)
     return CrawlConfig(**values)
+
+
+SHORT_RETRIES = PolitenessConfig(
+    min_delay_s=MIN_DELAY_S,
+    error_backoff_s=0.1,
+    max_backoff_s=0.5,
+    park_after_errors=2,
+    park_s=0.2,
+    retire_after_parks=2,
+    dead_after_failures=3,
+    robots_retry_s=0.2,
+)
+"""The default schedules (a dead host retired after ~7 minutes) made short for the tests."""
 
 
 def dead_host_config(state_dir: Path, **overrides: Any) -> CrawlConfig:

@@ -59,6 +59,7 @@ if TYPE_CHECKING:
         CONCURRENCY,
         MIN_DELAY_S,
         PER_IP,
+        SHORT_RETRIES,
         UA,
         LeapingClock,
         LiveWeb,
@@ -73,6 +74,7 @@ else:  # tests/integration is no package: pytest imports its conftest as "confte
         CONCURRENCY,
         MIN_DELAY_S,
         PER_IP,
+        SHORT_RETRIES,
         UA,
         LeapingClock,
         LiveWeb,
@@ -754,17 +756,6 @@ async def test_a_page_cut_off_is_fetched_on_a_later_attempt_after_the_back_off(
 
 # -- a crawl ends by itself when nothing can be fetched any more ---------------------------
 
-SHORT_RETRIES = PolitenessConfig(
-    min_delay_s=MIN_DELAY_S,
-    error_backoff_s=0.1,
-    max_backoff_s=0.5,
-    park_after_errors=2,
-    park_s=0.2,
-    retire_after_parks=2,
-    dead_after_failures=3,
-    robots_retry_s=0.2,
-)
-"""The default schedules (a dead host retired after ~7 minutes) made short for the tests."""
 DEFAULT_CRAWL_COVERAGE_FLOOR = 0.97
 """A crawl that ends by itself: every expected page but those whose only answer timed out on
 a starved machine (a page that got no response is not asked again)."""

@@ -30,7 +30,6 @@ from tests.redis_servers import delete_crawl, have_redis_server, new_crawl_name,
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
 from courtly.crawl import Crawler
-from courtly.frontier.politeness import PolitenessConfig
 from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec
 from courtly.store.redis.address import connect
 
@@ -38,6 +37,7 @@ if TYPE_CHECKING:
     from tests.integration.conftest import (
         MIN_DELAY_S,
         PER_IP,
+        SHORT_RETRIES,
         LiveWeb,
         assert_polite,
         audit_web,
@@ -49,6 +49,7 @@ else:  # tests/integration is no package: pytest imports its conftest as "confte
     from conftest import (
         MIN_DELAY_S,
         PER_IP,
+        SHORT_RETRIES,
         LiveWeb,
         assert_polite,
         audit_web,
@@ -268,11 +269,8 @@ def test_a_dead_host_is_retired_on_redis_and_the_crawl_ends(
     config = dead_host_config(
         tmp_path / "state", store=store, crawl_name=crawl, max_time_s=FINISH_WITHIN_S
     )
-    retries = PolitenessConfig(
-        min_delay_s=MIN_DELAY_S, error_backoff_s=0.1, dead_after_failures=3, robots_retry_s=0.2
-    )
-    snapshot = run_async(Crawler(config, politeness=retries).run())
+    snapshot = run_async(Crawler(config, politeness=SHORT_RETRIES).run())
     assert snapshot.hosts_retired == {"dead": 1}, snapshot
     assert snapshot.stop_reason == "nothing_fetchable"
-    assert snapshot.robots_fetches == retries.dead_after_failures
+    assert snapshot.robots_fetches == SHORT_RETRIES.dead_after_failures
     assert snapshot.pages == 0
