@@ -657,6 +657,7 @@ def measure(
         lines = (run_dir / "bare.log").read_text().splitlines()
         own = [json.loads(line) for line in lines if line.startswith("{")]
         extra["exhausted"] = bool(own and own[-1].get("exhausted"))
+        extra["passes"] = int(own[-1].get("passes", 1)) if own else 0
     if crawler.startswith("courtly"):
         extra |= dispatch_figures(run_dir / "state", cost.wall_s)
     records = load_log(Path(web.info["log_path"]))

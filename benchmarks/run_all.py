@@ -126,6 +126,8 @@ def comparison_table(result: dict[str, Any]) -> list[str]:
             )
             if crawler == "bare":
                 label += ", ran out of pages" if row.get("exhausted") else ""
+                passes = int(row.get("passes", 1))
+                label += f", {passes} passes over the pages" if passes > 1 else ""
                 detail = " (impolite by design)" if row["violations"] else ""
             cov = f"{row['coverage']:.1%}" if row.get("coverage") is not None else "–"
             # The hostile web's bound ignores legitimate retries of robots.txt and redirects.
