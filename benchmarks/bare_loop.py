@@ -30,8 +30,8 @@ import multiprocessing
 import socket
 import sys
 import time
-from pathlib import Path
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 #: Requests in flight per process.
