@@ -64,14 +64,21 @@ def _redis_cluster(_dir: Path, queues: QueueConfig, rng: random.Random) -> Front
 
 
 def _repeatable(url: str, queues: QueueConfig, rng: random.Random) -> FrontierStore:
-    """No wall-clock index cache, and no probe after the first lease: each store call
-    then makes the same script calls whatever the timing, so the scripts' random seeds
-    (drawn from the store's seeded ``rng``, one per call), and with them the front tier's
-    level draws, repeat run for run. With the cache on, a lease within 25 ms of the last
-    index read makes one LEASE call or two (INDEX, then LEASE again) depending on the
-    wall clock, and Hypothesis, replaying a run, met other draws than the first time
-    (``FlakyStrategyDefinition``)."""
-    return redis_store(url, queues, rng, index_interval_s=0.0, probe_interval_s=math.inf)
+    """No wall-clock index cache or overlapped index read, and no probe after the first
+    lease: each store call then makes the same script calls whatever the timing, so the
+    scripts' random seeds (drawn from the store's seeded ``rng``, one per call), and with
+    them the front tier's level draws, repeat run for run. With the cache on, a lease
+    within 25 ms of the last index read makes one LEASE call or two (INDEX, then LEASE
+    again) depending on the wall clock, and Hypothesis, replaying a run, met other draws
+    than the first time (``FlakyStrategyDefinition``); the overlapped read likewise."""
+    return redis_store(
+        url,
+        queues,
+        rng,
+        index_interval_s=0.0,
+        index_overlap_s=0.0,
+        probe_interval_s=math.inf,
+    )
 
 
 def _redis_repeatable(_dir: Path, queues: QueueConfig, rng: random.Random) -> FrontierStore:

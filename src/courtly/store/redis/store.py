@@ -230,6 +230,12 @@ class RedisStore(RevisitSeam):
     that long without another INDEX call (a lease is then one round trip, the LEASE
     calls); a shard that comes due meanwhile waits at most that long to be seen, or
     the probe's turn (``probe_interval_s``). 0 reads the index on every lease.
+    ``index_overlap_s`` > 0: a lease within that long of the last index read sends a
+    fresh INDEX in the same round trip as LEASE on that read's due shards (the fresh
+    read serves the next lease), so a lease is one round trip, not two, while the
+    fetcher leases continuously; a shard that came due since the last read waits one
+    lease more. 0 (as with ``index_interval_s`` 0) reads the index first on every
+    lease that the cache does not serve.
     """
 
     def __init__(
@@ -243,6 +249,7 @@ class RedisStore(RevisitSeam):
         server_clock: bool = True,
         probe_interval_s: float = 0.05,
         index_interval_s: float = 0.025,
+        index_overlap_s: float = 0.5,
         retry_s: float = 60.0,
         replica_acks: int = 0,
         replica_wait_s: float = 0.05,
@@ -273,8 +280,10 @@ class RedisStore(RevisitSeam):
         self._probe_next = 0
         self._probe_at = 0.0
         self._index_interval_s = index_interval_s
-        self._due_cache: list[int] = []
-        self._due_cache_until = 0.0
+        self._index_overlap_s = index_overlap_s
+        self._due_cache: list[int] = []  # the due shards of the last index read, less drained
+        self._due_read_at = -math.inf  # monotonic time of that read
+        self._drained: set[int] = set()  # shards found drained since the read began
         self._held: dict[int, float] = {}  # token of a lease of this store -> monotonic expiry
         self._caller = uuid.uuid4().hex[:16]  # this store's calls: "<caller>.<count>"
         self._call_count = 0
@@ -413,7 +422,7 @@ class RedisStore(RevisitSeam):
         await self.open()
         started = time.monotonic()
         ahead_s = max(0.0, ahead_s)
-        cached = self._cached_due(started)
+        cached = self._due_within(self._index_interval_s, started)
         if cached:
             # the due shards of an index read younger than index_interval_s: no INDEX call
             batch = await self._lease_from(
@@ -423,14 +432,47 @@ class RedisStore(RevisitSeam):
                 self._note_leases(batch.leases, started, ttl_s)
                 return batch
         k = max(8, 2 * max_leases + 2)
-        due_count, candidates, nexts = await self._index(k, now_at, ahead_s)
-        self._due_cache = list(candidates)
-        self._due_cache_until = started + self._index_interval_s
+        recent = [] if cached else self._due_within(self._index_overlap_s, started)
+        if recent:
+            # one round trip: a fresh read goes out with LEASE on the last read's due shards
+            batch, (due_count, candidates, nexts) = await self._lease_beside_index(
+                recent, k, now_at, ttl_s, max_leases, ahead_s, started
+            )
+            if batch.leases:
+                self._note_leases(batch.leases, started, ttl_s)
+                return batch
+        else:
+            self._drained = set()
+            due_count, candidates, nexts = await self._index(k, now_at, ahead_s)
+            self._remember_due(candidates, started)
         batch = await self._lease_from(
             candidates, due_count, nexts, now_at, ttl_s, max_leases, ahead_s, started
         )
         self._note_leases(batch.leases, started, ttl_s)
         return batch
+
+    async def _lease_beside_index(
+        self,
+        recent: list[int],
+        k: int,
+        now_at: float,
+        ttl_s: float,
+        max_leases: int,
+        ahead_s: float,
+        started: float,
+    ) -> tuple[LeaseBatch, tuple[int, list[int], list[tuple[int, float]]]]:
+        """LEASE on ``recent`` (the due shards of the last read) and a fresh INDEX,
+        issued together (the batcher sends them in one pipeline); the fresh read, less
+        the shards that LEASE found drained (the read ran before it on the server), is
+        kept for the next lease."""
+        self._drained = set()
+        index, batch = await asyncio.gather(
+            self._index(k, now_at, ahead_s),
+            self._lease_from(recent, len(recent), [], now_at, ttl_s, max_leases, ahead_s, started),
+        )
+        due_count, candidates, nexts = index
+        self._remember_due(candidates, started)
+        return batch, (due_count, self._due_cache, nexts)
 
     async def _lease_from(
         self,
@@ -487,13 +529,20 @@ class RedisStore(RevisitSeam):
             next_at = max(next_at, now_at + ahead_s)
         return LeaseBatch(tuple(leases), next_at)
 
-    def _cached_due(self, now: float) -> list[int]:
-        """The due shards of the last index read, while it is younger than the interval."""
-        if now >= self._due_cache_until:
-            self._due_cache = []
-        return self._due_cache
+    def _due_within(self, age_s: float, now: float) -> list[int]:
+        """The due shards of the last index read if it began less than ``age_s`` ago
+        (monotonic ``now``), less those found drained since; else none."""
+        return self._due_cache if now - self._due_read_at < age_s else []
+
+    def _remember_due(self, shards: list[int], read_at: float) -> None:
+        """Keep the due shards of a read begun at ``read_at``, less any found drained
+        while it was out."""
+        drained = self._drained
+        self._due_cache = [shard for shard in shards if shard not in drained]
+        self._due_read_at = read_at
 
     def _drop_due(self, shard: int) -> None:
+        self._drained.add(shard)
         if shard in self._due_cache:
             self._due_cache.remove(shard)
 
