@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import random
 import time
 from collections.abc import AsyncIterator
@@ -246,6 +247,42 @@ async def test_a_lease_visits_the_shards_with_the_best_heads_first(
         assert sorted(lease.host_key for leases in first for lease in leases) == sorted(seeds)
     finally:
         await store.aclose()
+
+
+@pytest.mark.parametrize("overlap_s", [5.0, 0.0])
+async def test_a_lease_soon_after_an_index_read_is_one_round_trip(overlap_s: float) -> None:
+    """A fetcher leasing continuously sends its LEASE calls (to the last index read's due
+    shards) and the next INDEX in one pipeline; with ``index_overlap_s`` 0 the INDEX goes
+    first, then the LEASE calls: two round trips. The leases are the same kind either way."""
+    name = new_crawl_name("it")
+    store = RedisStore(
+        connect(standalone_url()),
+        name,
+        QueueConfig(max_back_queues=64),
+        layout=RedisLayout(shards=16),
+        rng=random.Random(0),
+        index_interval_s=0.0,  # no cache: every lease reads the index
+        index_overlap_s=overlap_s,
+        probe_interval_s=math.inf,
+    )
+    try:
+        await store.add(urls(40, 2), 0.0, NO_BUDGET)
+        first = await store.lease(0.0, 30.0, 4)
+        batcher = store._batcher  # standalone: every call goes through it, one round a trip
+        assert batcher is not None and first.leases  # each shard visited gives its due hosts
+        before = batcher.sent_rounds
+        second = await store.lease(0.0, 30.0, 4)
+        assert batcher.sent_rounds - before == (1 if overlap_s else 2)
+        assert second.leases
+        hosts = [lease.host_key for lease in (*first.leases, *second.leases)]
+        assert len(set(hosts)) == len(hosts)  # one lease per host, as ever
+    finally:
+        await store.aclose()
+        client = connect(standalone_url())
+        try:
+            await delete_crawl(client, name)
+        finally:
+            await client.aclose()
 
 
 async def test_one_lease_per_host_across_fetchers(crawl: tuple[str, str]) -> None:

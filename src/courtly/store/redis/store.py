@@ -463,16 +463,25 @@ class RedisStore(RevisitSeam):
     ) -> tuple[LeaseBatch, tuple[int, list[int], list[tuple[int, float]]]]:
         """LEASE on ``recent`` (the due shards of the last read) and a fresh INDEX,
         issued together (the batcher sends them in one pipeline); the fresh read, less
-        the shards that LEASE found drained (the read ran before it on the server), is
-        kept for the next lease."""
+        the shards that LEASE found drained (the read does not carry the updates of the
+        calls beside it), is kept for the next lease."""
         self._drained = set()
-        index, batch = await asyncio.gather(
-            self._index(k, now_at, ahead_s),
+        batch, index = await asyncio.gather(
             self._lease_from(recent, len(recent), [], now_at, ttl_s, max_leases, ahead_s, started),
+            self._index_a_turn_later(k, now_at, ahead_s),
         )
         due_count, candidates, nexts = index
         self._remember_due(candidates, started)
         return batch, (due_count, self._due_cache, nexts)
+
+    async def _index_a_turn_later(
+        self, k: int, now_at: float, ahead_s: float
+    ) -> tuple[int, list[int], list[tuple[int, float]]]:
+        """:meth:`_index`, one turn of the event loop later: the LEASE calls beside it
+        start in their own tasks on the next turn, and the batcher sends what has
+        reached it when its round starts, so the INDEX joins their round."""
+        await asyncio.sleep(0)
+        return await self._index(k, now_at, ahead_s)
 
     async def _lease_from(
         self,
