@@ -30,7 +30,7 @@ typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
 unit: $(STAMP)
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder --durations=15
 
 test: lint typecheck unit
 
