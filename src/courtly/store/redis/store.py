@@ -28,7 +28,9 @@ updates) and calls LEASE on the due shards with the best offers (every shard's r
 carries what its next LEASE would serve first: :func:`offer_key` orders them by the
 scheduler's rule), the request split between them; the
 due shards of one read serve the leases of the next ``index_interval_s`` without
-another read (a lease is then one round trip). It also probes one more shard,
+another read (a lease is then one round trip), and up to ``index_overlap_s`` after a
+read the next read goes out with the LEASE calls, in the same round trip. It also
+probes one more shard,
 round robin, every ``probe_interval_s``, which bounds how stale a lost index
 update can make a shard. A lease taken ahead (``ahead_s``) runs INDEX and LEASE as
 of the server's now plus that; see :meth:`RedisStore.lease` for how its hosts'
