@@ -69,9 +69,14 @@ async def crawl(server_url: str) -> AsyncIterator[tuple[str, str]]:
 
 
 def fetcher(
-    crawl: tuple[str, str], shards: int = 16, queues: QueueConfig | None = None, seed: int = 0
+    crawl: tuple[str, str],
+    shards: int = 16,
+    queues: QueueConfig | None = None,
+    seed: int = 0,
+    **options: Any,
 ) -> RedisStore:
-    """One fetcher's store on the crawl (server clock, as in a crawl)."""
+    """One fetcher's store on the crawl (server clock, as in a crawl); ``options`` go to
+    :class:`RedisStore` (a probe on every lease unless they say otherwise)."""
     url, name = crawl
     return RedisStore(
         connect(url),
@@ -79,7 +84,7 @@ def fetcher(
         queues or QueueConfig(max_back_queues=64),
         layout=RedisLayout(shards=shards),
         rng=random.Random(seed),
-        probe_interval_s=0.0,
+        **{"probe_interval_s": 0.0, **options},
     )
 
 
@@ -249,18 +254,16 @@ async def test_a_lease_visits_the_shards_with_the_best_heads_first(
         await store.aclose()
 
 
+@pytest.mark.parametrize("server_url", ["standalone"], indirect=True)  # the batcher's
 @pytest.mark.parametrize("overlap_s", [5.0, 0.0])
-async def test_a_lease_soon_after_an_index_read_is_one_round_trip(overlap_s: float) -> None:
+async def test_a_lease_soon_after_an_index_read_is_one_round_trip(
+    crawl: tuple[str, str], overlap_s: float
+) -> None:
     """A fetcher leasing continuously sends its LEASE calls (to the last index read's due
     shards) and the next INDEX in one pipeline; with ``index_overlap_s`` 0 the INDEX goes
     first, then the LEASE calls: two round trips. The leases are the same kind either way."""
-    name = new_crawl_name("it")
-    store = RedisStore(
-        connect(standalone_url()),
-        name,
-        QueueConfig(max_back_queues=64),
-        layout=RedisLayout(shards=16),
-        rng=random.Random(0),
+    store = fetcher(
+        crawl,
         index_interval_s=0.0,  # no cache: every lease reads the index
         index_overlap_s=overlap_s,
         probe_interval_s=math.inf,
@@ -278,11 +281,6 @@ async def test_a_lease_soon_after_an_index_read_is_one_round_trip(overlap_s: flo
         assert len(set(hosts)) == len(hosts)  # one lease per host, as ever
     finally:
         await store.aclose()
-        client = connect(standalone_url())
-        try:
-            await delete_crawl(client, name)
-        finally:
-            await client.aclose()
 
 
 async def test_one_lease_per_host_across_fetchers(crawl: tuple[str, str]) -> None:
