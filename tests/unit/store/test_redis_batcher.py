@@ -114,6 +114,26 @@ async def test_a_call_cancelled_before_its_round_left_is_not_sent() -> None:
     await batcher.aclose()
 
 
+async def test_a_first_call_goes_out_at_once_beside_the_rounds_of_the_others() -> None:
+    client = FakeClient()
+    client.gate.clear()
+    batcher = CallBatcher(client, rounds=1)
+    other = asyncio.ensure_future(batcher.call("GET", 1))
+    await asyncio.sleep(0.01)
+    waiting = asyncio.ensure_future(batcher.call("GET", 2))
+    lease = [asyncio.ensure_future(batcher.call_first("LEASE", n)) for n in (3, 4)]
+    await asyncio.sleep(0.01)
+    # the lane's round left while the other round was out; the other call still waits
+    assert client.rounds == [[("GET", 1)], [("LEASE", 3), ("LEASE", 4)]]
+    again = asyncio.ensure_future(batcher.call("LEASE", 5, first=True))
+    await asyncio.sleep(0.01)
+    assert len(client.rounds) == 2  # one round of the lane at a time
+    client.gate.set()
+    assert [await f for f in (other, waiting, *lease, again)] == [2, 4, 6, 8, 10]
+    assert client.rounds[2:] == [[("LEASE", 5)], [("GET", 2)]]
+    await batcher.aclose()
+
+
 def test_rounds_and_batch_size_must_be_positive() -> None:
     with pytest.raises(ValueError):
         CallBatcher(FakeClient(), rounds=0)

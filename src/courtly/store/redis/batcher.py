@@ -11,6 +11,12 @@ read of every reply), at most ``rounds`` rounds under way at once, so what arriv
 while they are out goes in the next round. The first command starts a round at the
 next turn of the event loop: nothing waits for a timer.
 
+Commands given with ``first=True`` (the dispatcher's lease step: its LEASE and INDEX
+calls, which every idle fetcher of the process waits for) have a lane of their own:
+one round of them may be under way beside the ``rounds`` of the others, and they never
+queue behind those. Without it a lease waited for the rounds of the process's other
+calls (completions, the per-IP gate, robots.txt blobs) to come back first.
+
 Each command is still its own step on the server (a pipeline is not a transaction):
 a script's atomicity and every rule it keeps are unchanged, and the order of two
 commands of one caller is kept (a caller awaits each reply before its next call).
@@ -31,6 +37,9 @@ from typing import Any
 
 __all__ = ["CallBatcher"]
 
+_Item = tuple[tuple[Any, ...], "asyncio.Future[Any]"]
+"""A queued command and the future its caller awaits."""
+
 
 class CallBatcher:
     """``await call(*command)``: the command's reply, sent in a pipeline with the
@@ -42,8 +51,10 @@ class CallBatcher:
         self._client = client
         self._rounds = rounds
         self._max_batch = max_batch
-        self._queue: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._queue: list[_Item] = []
+        self._first: list[_Item] = []
         self._out = 0
+        self._first_out = False
         self._scheduled = False
         self._tasks: set[asyncio.Task[None]] = set()
         self.sent_rounds = 0
@@ -51,28 +62,49 @@ class CallBatcher:
         self.sent_commands = 0
         """Commands sent so far."""
 
-    async def call(self, *command: Any) -> Any:
+    async def call(self, *command: Any, first: bool = False) -> Any:
+        """The reply to ``command``; ``first``: in the lane of its own (module doc)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        self._queue.append((command, future))
-        if not self._scheduled and self._out < self._rounds:
+        (self._first if first else self._queue).append((command, future))
+        if not self._scheduled and self._can_start():
             self._scheduled = True
             loop.call_soon(self._start)
         return await future
 
+    async def call_first(self, *command: Any) -> Any:
+        """:meth:`call` with ``first=True``."""
+        return await self.call(*command, first=True)
+
+    def _can_start(self) -> bool:
+        return bool(self._first and not self._first_out) or bool(
+            self._queue and self._out < self._rounds
+        )
+
     def _start(self) -> None:
         self._scheduled = False
+        while self._first and not self._first_out:
+            batch = self._take(self._first)
+            if batch:
+                self._first_out = True
+                self._launch(batch, first=True)
         while self._queue and self._out < self._rounds:
-            batch = [item for item in self._queue[: self._max_batch] if not item[1].done()]
-            del self._queue[: self._max_batch]
-            if not batch:
-                continue
-            self._out += 1
-            task = asyncio.get_running_loop().create_task(self._send(batch))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            batch = self._take(self._queue)
+            if batch:
+                self._out += 1
+                self._launch(batch, first=False)
 
-    async def _send(self, batch: list[tuple[tuple[Any, ...], asyncio.Future[Any]]]) -> None:
+    def _take(self, queue: list[_Item]) -> list[_Item]:
+        batch = [item for item in queue[: self._max_batch] if not item[1].done()]
+        del queue[: self._max_batch]
+        return batch
+
+    def _launch(self, batch: list[_Item], *, first: bool) -> None:
+        task = asyncio.get_running_loop().create_task(self._send(batch, first=first))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _send(self, batch: list[_Item], *, first: bool) -> None:
         try:
             pipe = self._client.pipeline(transaction=False)
             for command, _ in batch:
@@ -97,8 +129,11 @@ class CallBatcher:
                 else:
                     future.set_result(reply)
         finally:
-            self._out -= 1
-            if self._queue and not self._scheduled:
+            if first:
+                self._first_out = False
+            else:
+                self._out -= 1
+            if not self._scheduled and self._can_start():
                 self._scheduled = True
                 asyncio.get_running_loop().call_soon(self._start)
 

@@ -44,6 +44,7 @@ is fetched again (dedup absorbs them), never a page whose links are lost.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import heapq
 import logging
 import math
@@ -138,6 +139,8 @@ the cluster client's own tries) unless the store's next call there drops it firs
 _CALLS_IN_FLIGHT: Final = 32
 """Calls one store (its per-IP gate included) has in flight at once: the client's pool holds
 100 connections and refuses a call beyond them (``MaxConnectionsError``) instead of waiting."""
+_LEASE_STEP: Final = frozenset({"lease", "index"})
+"""The scripts of a lease step, which every idle fetcher of the process waits for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -827,7 +830,7 @@ class RedisStore(RevisitSeam):
             done = self._replied.pop(shard, [])
             head = f"{head} {call} {self._keep_ms}" + (f" {','.join(done)}" if done else "")
         argv = [head, config, *args]
-        async with self._calls:
+        async with self._gate(name):
             try:
                 raw = await self._retrying(lambda: self._run(name, keys, argv))
             except BaseException:
@@ -850,11 +853,22 @@ class RedisStore(RevisitSeam):
                 self._offers[shard] = reply.offer
         return reply
 
+    def _gate(self, name: str) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The bound on calls in flight (:data:`_CALLS_IN_FLIGHT`), which the lease
+        step's calls skip on standalone Redis: the batcher sends them in a lane of
+        their own (one round at a time), and the dispatcher makes one step at a time,
+        so they are bounded without it and never wait for the process's other calls."""
+        if self._batcher is not None and name in _LEASE_STEP:
+            return contextlib.nullcontext()
+        return self._calls
+
     async def _run(self, name: str, keys: list[str], argv: list[Any]) -> Any:
         """One shard script call. A node that lacks the script even after the client
         loaded it on the nodes it knows (a master added while the client ran, reached
         by an ASK redirection) gets its full text once (EVAL caches it there)."""
-        send = None if self._batcher is None else self._batcher.call
+        send = None
+        if self._batcher is not None:
+            send = self._batcher.call_first if name in _LEASE_STEP else self._batcher.call
         raw = await run_script(self._client, self._scripts[name], name, keys, argv, send)
         if raw == _MOVING:
             raise SlotMoving(f"the slot of {keys[0]} is migrating")
@@ -960,7 +974,7 @@ class RedisStore(RevisitSeam):
             self._crawl_key + "of",
         ]
         try:
-            async with self._calls:
+            async with self._gate("index"):
                 raw = await self._retrying(lambda: self._run("index", keys, args))
         except BaseException:
             for shard, update in pending.items():
