@@ -158,10 +158,10 @@ class SlowLeaseStore(RedisStore):
 
     SEND_DELAY_S = 0.1
 
-    async def _run(self, name: str, keys: list[str], argv: list[Any]) -> Any:
+    async def _run(self, name: str, keys: list[str], argv: list[Any], first: bool = False) -> Any:
         if name == "lease":
             await asyncio.sleep(self.SEND_DELAY_S)
-        return await super()._run(name, keys, argv)
+        return await super()._run(name, keys, argv, first)
 
 
 async def _server_ms(client: Any) -> float:

@@ -139,8 +139,6 @@ the cluster client's own tries) unless the store's next call there drops it firs
 _CALLS_IN_FLIGHT: Final = 32
 """Calls one store (its per-IP gate included) has in flight at once: the client's pool holds
 100 connections and refuses a call beyond them (``MaxConnectionsError``) instead of waiting."""
-_LEASE_STEP: Final = frozenset({"lease", "index"})
-"""The scripts of a lease step, which every idle fetcher of the process waits for."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -830,9 +828,10 @@ class RedisStore(RevisitSeam):
             done = self._replied.pop(shard, [])
             head = f"{head} {call} {self._keep_ms}" + (f" {','.join(done)}" if done else "")
         argv = [head, config, *args]
-        async with self._gate(name):
+        first = name == "lease"
+        async with self._gate(first):
             try:
-                raw = await self._retrying(lambda: self._run(name, keys, argv))
+                raw = await self._retrying(lambda: self._run(name, keys, argv, first))
             except BaseException:
                 if done:  # dropped at a later call, or when their time is up
                     self._replied.setdefault(shard, []).extend(done)
@@ -853,22 +852,24 @@ class RedisStore(RevisitSeam):
                 self._offers[shard] = reply.offer
         return reply
 
-    def _gate(self, name: str) -> contextlib.AbstractAsyncContextManager[Any]:
-        """The bound on calls in flight (:data:`_CALLS_IN_FLIGHT`), which the lease
-        step's calls skip on standalone Redis: the batcher sends them in a lane of
-        their own (one round at a time), and the dispatcher makes one step at a time,
-        so they are bounded without it and never wait for the process's other calls."""
-        if self._batcher is not None and name in _LEASE_STEP:
+    def _gate(self, first: bool) -> contextlib.AbstractAsyncContextManager[Any]:
+        """The bound on calls in flight (:data:`_CALLS_IN_FLIGHT`), which a lease step's
+        calls (``first``: LEASE, and the INDEX read that serves a lease) skip on
+        standalone Redis: the batcher sends them in a lane of their own (one round at a
+        time), and the dispatcher makes one step at a time, so they are bounded without
+        it and never wait for the process's other calls."""
+        if first and self._batcher is not None:
             return contextlib.nullcontext()
         return self._calls
 
-    async def _run(self, name: str, keys: list[str], argv: list[Any]) -> Any:
-        """One shard script call. A node that lacks the script even after the client
-        loaded it on the nodes it knows (a master added while the client ran, reached
-        by an ASK redirection) gets its full text once (EVAL caches it there)."""
+    async def _run(self, name: str, keys: list[str], argv: list[Any], first: bool = False) -> Any:
+        """One shard script call (``first``: in the batcher's lane, see :meth:`_gate`). A
+        node that lacks the script even after the client loaded it on the nodes it knows
+        (a master added while the client ran, reached by an ASK redirection) gets its
+        full text once (EVAL caches it there)."""
         send = None
         if self._batcher is not None:
-            send = self._batcher.call_first if name in _LEASE_STEP else self._batcher.call
+            send = self._batcher.call_first if first else self._batcher.call
         raw = await run_script(self._client, self._scripts[name], name, keys, argv, send)
         if raw == _MOVING:
             raise SlotMoving(f"the slot of {keys[0]} is migrating")
@@ -974,8 +975,8 @@ class RedisStore(RevisitSeam):
             self._crawl_key + "of",
         ]
         try:
-            async with self._gate("index"):
-                raw = await self._retrying(lambda: self._run("index", keys, args))
+            async with self._gate(k > 0):  # a lease's read, not a flush of updates
+                raw = await self._retrying(lambda: self._run("index", keys, args, k > 0))
         except BaseException:
             for shard, update in pending.items():
                 self._pending.setdefault(shard, update)
