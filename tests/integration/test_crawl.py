@@ -17,6 +17,7 @@ import dataclasses
 import itertools
 import json
 import resource
+import signal
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator, Sequence
@@ -391,6 +392,8 @@ def test_cli_max_time_status_export_and_toml_config(
     result = _invoke([*_flags(web, by_flags), "--max-time", str(max_time_s)])
     elapsed_s = time.monotonic() - began
     assert result.exit_code == ExitCode.LIMIT, result.output
+    # the crawl's signal handlers are gone with it: a later Ctrl-C is Python's again
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     print(f"max-time {max_time_s} s: the crawl took {elapsed_s:.2f} s")
     assert max_time_s <= elapsed_s <= max_time_s + STOP_GRACE_S + 2.0
 

@@ -3,8 +3,6 @@ and its dashboard."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import signal
 from collections.abc import Callable
@@ -15,6 +13,7 @@ from courtly.cli.failures import os_error_text
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot
 from courtly.errors import ConfigError
+from courtly.event_loop import signal_handlers
 from courtly.observe.attach import DashboardSpec, TeeProgress, serving
 from courtly.parallel import PartitionedCrawl, claim_layout
 from courtly.progress import LogProgress, RichProgress
@@ -47,7 +46,6 @@ async def run_crawl(
         raise ConfigError(
             f"cannot use the state directory {config.state_dir}: {os_error_text(error)}"
         ) from None
-    loop = asyncio.get_running_loop()
     signals_seen = 0
     say: Callable[[str], None] = progress.notice if progress is not None else _say
 
@@ -64,13 +62,11 @@ async def run_crawl(
             say("stopping now: requests in flight are fetched again on resume")
             crawler.abort()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, on_signal)
-    if dashboard is None:
-        return await crawler.run()
-    async with serving(dashboard, say):
-        return await crawler.run()
+    with signal_handlers(on_signal, signal.SIGINT, signal.SIGTERM):
+        if dashboard is None:
+            return await crawler.run()
+        async with serving(dashboard, say):
+            return await crawler.run()
 
 
 def _say(text: str) -> None:

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import signal
 from pathlib import Path
 
 import click
 
 from courtly.errors import ConfigError
+from courtly.event_loop import signal_handlers
 from courtly.observe.attach import DashboardSpec
 from courtly.observe.server import Dashboard, is_loopback, parse_listen
 from courtly.observe.sources import FileSource, status_paths
@@ -37,13 +37,10 @@ def dashboard_spec(at: str | None, token: str | None) -> DashboardSpec | None:
 
 async def _serve(source: FileSource, host: str, port: int, token: str | None) -> None:
     stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    async with Dashboard(source, host, port, token=token) as server:
-        click.echo(f"dashboard: {server.url}", err=True)
-        await stop.wait()
+    with signal_handlers(stop.set, signal.SIGINT, signal.SIGTERM):
+        async with Dashboard(source, host, port, token=token) as server:
+            click.echo(f"dashboard: {server.url}", err=True)
+            await stop.wait()
 
 
 @click.command()

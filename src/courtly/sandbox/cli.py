@@ -26,7 +26,7 @@ from typing import cast
 import click
 
 from courtly.clock import SystemClock
-from courtly.event_loop import run_async
+from courtly.event_loop import run_async, signal_handlers
 from courtly.sandbox.audit import audit
 from courtly.sandbox.changing import ChangingSite, watch_pages
 from courtly.sandbox.request_log import load_log
@@ -60,11 +60,9 @@ def _spec(preset: str, seed: int, n_hosts: int | None, port: int) -> SandboxSpec
 
 
 async def _wait_for_signal() -> None:
-    loop = asyncio.get_running_loop()
     stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    await stop.wait()
+    with signal_handlers(stop.set, signal.SIGTERM, signal.SIGINT):
+        await stop.wait()
 
 
 async def _serve_worker(spec_json: str, port: int, workdir: str, index: int) -> None:
