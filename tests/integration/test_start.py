@@ -16,9 +16,22 @@ import pytest
 
 from courtly.exit_codes import ExitCode
 
-_SHADOW = "import os, signal\nos.kill(os.getpid(), signal.SIGINT)\nimport time\ntime.sleep(60)\n"
+_SHADOW = (
+    "import os, signal\n"
+    "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
+    "os.kill(os.getpid(), signal.SIGINT)\n"
+    "import time\n"
+    "time.sleep(60)\n"
+)
 """SIGINT this process; the KeyboardInterrupt is raised at the next bytecode, before the
-sleep (the sleep only keeps a broken interrupt from going unnoticed)."""
+sleep (the sleep only keeps a broken interrupt from going unnoticed). First the handler a
+terminal's foreground process starts with: a process started with SIGINT ignored (a
+background job of a shell without job control, as some CI runners start their commands)
+keeps it ignored, Python installs no handler, and the Ctrl-C this test stands for could
+not reach it. The test's own process may have been started so; before, the test passed
+there only when an in-process crawl earlier in the same process had left a handler of
+its own on SIGINT (reset to the default in a child), which made it depend on the order
+of the tests."""
 
 
 def _console_script() -> list[str]:
