@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from courtly.config import CrawlConfig, check_setting, flag_name, load_toml
@@ -37,13 +37,17 @@ def test_every_numeric_setting_is_checked() -> None:
 
 
 @given(name=st.sampled_from(NUMERIC), value=st.floats(allow_nan=True, allow_infinity=True))
+@example(name="recrawl_min_interval_s", value=2_592_001.0)  # over the default maximum, 30 days
 def test_a_number_is_accepted_or_refused_with_a_message_never_a_crash(
     name: str, value: float
 ) -> None:
     try:
         config = _config(**{name: value})
     except ConfigError as error:
-        assert str(error).startswith(flag_name(name)) or "--max-delay" in str(error)
+        message, flag = str(error), flag_name(name)
+        # the value alone refused, or a pair out of order (a minimum over the default
+        # maximum, a maximum under the default minimum): either way the message names it
+        assert message.startswith(flag) or (" must not be below " in message and flag in message)
     else:
         accepted = getattr(config, name)
         assert isinstance(accepted, int | float) and math.isfinite(accepted)
@@ -60,6 +64,12 @@ def test_a_number_is_accepted_or_refused_with_a_message_never_a_crash(
         ("total_timeout_s", 0, "--timeout must be a number of seconds > 0, not 0"),
         ("scope", "site", "--scope must be one of host, domain, any, not 'site'"),
         ("allow_private_networks", "yes", "--allow-private-networks must be true or false"),
+        (
+            "recrawl_min_interval_s",
+            2_592_001,
+            "--recrawl-max-interval (2592000 s) must not be below "
+            "--recrawl-min-interval (2592001 s)",
+        ),
     ],
 )
 def test_messages_name_the_flag(name: str, value: Any, message: str) -> None:

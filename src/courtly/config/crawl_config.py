@@ -138,8 +138,8 @@ class CrawlConfig:
         check_seeds(self.seeds)
         if self.max_delay_s < self.min_delay_s:
             raise ConfigError(
-                f"--max-delay ({self.max_delay_s:g} s) must not be below "
-                f"--min-delay ({self.min_delay_s:g} s)"
+                f"--max-delay ({self.max_delay_s:.12g} s) must not be below "
+                f"--min-delay ({self.min_delay_s:.12g} s)"
             )
         if self.store not in ("sqlite", "memory") and not is_redis_url(self.store):
             raise ConfigError(
@@ -159,8 +159,8 @@ class CrawlConfig:
                 raise ConfigError(f"bad --news regex {pattern!r}: {error}") from None
         if self.recrawl_max_interval_s < self.recrawl_min_interval_s:
             raise ConfigError(
-                f"--recrawl-max-interval ({self.recrawl_max_interval_s:g} s) must not be below "
-                f"--recrawl-min-interval ({self.recrawl_min_interval_s:g} s)"
+                f"--recrawl-max-interval ({self.recrawl_max_interval_s:.12g} s) must not be below "
+                f"--recrawl-min-interval ({self.recrawl_min_interval_s:.12g} s)"
             )
         for pattern in (*self.include, *self.exclude):
             try:
