@@ -81,12 +81,18 @@ async def test_a_round_that_fails_whole_fails_each_of_its_calls() -> None:
     assert await batcher.call("GET", 4) == 8
 
 
-async def test_calls_made_while_the_rounds_are_out_go_in_the_next_round() -> None:
+async def one_round_out() -> tuple[FakeClient, CallBatcher, asyncio.Future[Any]]:
+    """A batcher of one round whose first call, ``GET 1``, is out and held by the server."""
     client = FakeClient()
     client.gate.clear()
     batcher = CallBatcher(client, rounds=1)
     first = asyncio.ensure_future(batcher.call("GET", 1))
     await asyncio.sleep(0.01)
+    return client, batcher, first
+
+
+async def test_calls_made_while_the_rounds_are_out_go_in_the_next_round() -> None:
+    client, batcher, first = await one_round_out()
     later = [asyncio.ensure_future(batcher.call("GET", n)) for n in (2, 3)]
     await asyncio.sleep(0.01)
     assert client.rounds == [[("GET", 1)]]  # one round out at a time
@@ -97,11 +103,7 @@ async def test_calls_made_while_the_rounds_are_out_go_in_the_next_round() -> Non
 
 
 async def test_a_call_cancelled_before_its_round_left_is_not_sent() -> None:
-    client = FakeClient()
-    client.gate.clear()
-    batcher = CallBatcher(client, rounds=1)
-    first = asyncio.ensure_future(batcher.call("GET", 1))
-    await asyncio.sleep(0.01)
+    client, batcher, first = await one_round_out()
     dropped = asyncio.ensure_future(batcher.call("GET", 2))
     kept = asyncio.ensure_future(batcher.call("GET", 3))
     await asyncio.sleep(0.01)
@@ -115,11 +117,7 @@ async def test_a_call_cancelled_before_its_round_left_is_not_sent() -> None:
 
 
 async def test_a_first_call_goes_out_at_once_beside_the_rounds_of_the_others() -> None:
-    client = FakeClient()
-    client.gate.clear()
-    batcher = CallBatcher(client, rounds=1)
-    other = asyncio.ensure_future(batcher.call("GET", 1))
-    await asyncio.sleep(0.01)
+    client, batcher, other = await one_round_out()
     waiting = asyncio.ensure_future(batcher.call("GET", 2))
     lease = [asyncio.ensure_future(batcher.call_first("LEASE", n)) for n in (3, 4)]
     await asyncio.sleep(0.01)
