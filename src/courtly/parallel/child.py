@@ -3,7 +3,6 @@ to the parent (started by :class:`~courtly.parallel.supervisor.PartitionedCrawl`
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import multiprocessing
 import queue
@@ -15,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot
 from courtly.errors import CourtlyError
-from courtly.event_loop import run_async
+from courtly.event_loop import run_async, signal_handlers
 from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.page_budget import SharedPageBudget
 from courtly.parallel.messages import Command
@@ -67,9 +66,8 @@ def child_main(
             crawler = Crawler(
                 config, partition=partition, page_budget=page_budget, machine_gate=gate
             )
-            loop = asyncio.get_running_loop()
-            loop.add_signal_handler(signal.SIGTERM, crawler.request_stop, "signal")
-            return await crawler.run()
+            with signal_handlers(lambda: crawler.request_stop("signal"), signal.SIGTERM):
+                return await crawler.run()
         finally:
             partition.close()
 

@@ -123,7 +123,7 @@ async def test_a_first_call_goes_out_at_once_beside_the_rounds_of_the_others() -
     await asyncio.sleep(0.01)
     # the lane's round left while the other round was out; the other call still waits
     assert client.rounds == [[("GET", 1)], [("LEASE", 3), ("LEASE", 4)]]
-    again = asyncio.ensure_future(batcher.call("LEASE", 5, first=True))
+    again = asyncio.ensure_future(batcher.call_first("LEASE", 5))
     await asyncio.sleep(0.01)
     assert len(client.rounds) == 2  # one round of the lane at a time
     client.gate.set()

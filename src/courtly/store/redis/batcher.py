@@ -11,7 +11,7 @@ read of every reply), at most ``rounds`` rounds under way at once, so what arriv
 while they are out goes in the next round. The first command starts a round at the
 next turn of the event loop: nothing waits for a timer.
 
-Commands given with ``first=True`` (the dispatcher's lease step: its LEASE and INDEX
+Commands given to :meth:`CallBatcher.call_first` (the dispatcher's lease step: its LEASE and INDEX
 calls, which every idle fetcher of the process waits for) have a lane of their own:
 one round of them may be under way beside the ``rounds`` of the others, and they never
 queue behind those. Without it a lease waited for the rounds of the process's other
@@ -62,19 +62,22 @@ class CallBatcher:
         self.sent_commands = 0
         """Commands sent so far."""
 
-    async def call(self, *command: Any, first: bool = False) -> Any:
-        """The reply to ``command``; ``first``: in the lane of its own (module doc)."""
+    async def call(self, *command: Any) -> Any:
+        """The reply to ``command``, sent in the next of the rounds (module doc)."""
+        return await self._enqueue(self._queue, command)
+
+    async def call_first(self, *command: Any) -> Any:
+        """The reply to ``command``, sent in the lane of its own (module doc)."""
+        return await self._enqueue(self._first, command)
+
+    def _enqueue(self, lane: list[_Item], command: tuple[Any, ...]) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        (self._first if first else self._queue).append((command, future))
+        lane.append((command, future))
         if not self._scheduled and self._can_start():
             self._scheduled = True
             loop.call_soon(self._start)
-        return await future
-
-    async def call_first(self, *command: Any) -> Any:
-        """:meth:`call` with ``first=True``."""
-        return await self.call(*command, first=True)
+        return future
 
     def _can_start(self) -> bool:
         return bool(self._first and not self._first_out) or bool(
