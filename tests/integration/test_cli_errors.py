@@ -396,7 +396,8 @@ def test_a_running_crawl_is_reported_only_while_its_lock_is_held(tmp_path: Path)
         "running": True,
         "frontier": {spec.name: 3 for spec in fields(FrontierCounts)},
         "last_run": {"pages": 7, "robots_fetches": 1, "errors": {}, "skipped": {}},
-        "config": {"seeds": [SEED], "scope": "domain"},
+        # status.json lists the first seeds and gives their number
+        "config": {"seeds": [SEED], "seeds_total": 5000, "scope": "domain"},
     }
     (tmp_path / "S" / "status.json").write_text(json.dumps(live))
     with _in(tmp_path):
@@ -413,6 +414,7 @@ def test_a_running_crawl_is_reported_only_while_its_lock_is_held(tmp_path: Path)
     data = json.loads(result.output)
     assert data["running"] is True and data["config"]["seeds"] == [SEED]
     assert "crawl      running" in text and "{" not in text  # words, not Python dicts
+    assert "config     5000 seed(s)" in text
 
 
 def _table(outcomes: list[Outcome]) -> str:

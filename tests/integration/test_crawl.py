@@ -403,6 +403,8 @@ def test_cli_max_time_status_export_and_toml_config(
     assert status["last_run"]["stop_reason"] == "max_time"
     assert status["last_run"]["pages"] > 0
     assert status["frontier"]["queued"] > 0  # stopped by time, not by running out of work
+    seeds = web.server.seeds_file.read_text().split()
+    assert status["config"]["seeds_total"] == len(status["config"]["seeds"]) == len(seeds)
     result = _invoke(["status", "--state", str(by_flags)])
     assert result.exit_code == 0 and "stopped by --max-time" in result.output
 

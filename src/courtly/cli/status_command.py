@@ -22,6 +22,7 @@ from courtly.errors import StateLocked
 from courtly.event_loop import run_async
 from courtly.exit_codes import stop_reason_words
 from courtly.frontier.records import FrontierCounts
+from courtly.observe.status_file import status_config
 from courtly.parallel import merge_counts, merge_last_runs, state_dirs
 from courtly.state_dir import STATE_FILE
 
@@ -99,7 +100,8 @@ def status(
             finally:
                 await store.aclose()
             runs.append(json.loads(last) if last else None)
-            confs.append(json.loads(conf) if conf else None)
+            # every seed (the state file keeps them), and their number as status.json has it
+            confs.append(status_config(json.loads(conf), listed=None) if conf else None)
         counts = merge_counts(all_counts)
         return {
             "state_dir": str(state_dir),
@@ -162,9 +164,9 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         ]
     config = data.get("config")
     if config:
-        seeds = config.get("seeds", [])
+        seeds = config.get("seeds_total", len(config.get("seeds", [])))
         lines.append(
-            f"config     {len(seeds)} seed(s), scope {config.get('scope')}, min delay "
+            f"config     {seeds} seed(s), scope {config.get('scope')}, min delay "
             f"{config.get('min_delay_s')} s, concurrency {config.get('concurrency')}, "
             f"store {config.get('store')}"
         )

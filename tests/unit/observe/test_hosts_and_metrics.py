@@ -15,7 +15,7 @@ from courtly.observe.metrics import metrics_text
 from courtly.observe.observation import Observation, merge_observed
 from courtly.observe.snapshot import schema_errors, snapshot_json
 from courtly.observe.sources import FileSource, sort_rows
-from courtly.observe.status_file import StatusFile, status_record
+from courtly.observe.status_file import LISTED_SEEDS, StatusFile, status_record
 from courtly.observe.tally import status_class
 from courtly.progress import format_waiting
 
@@ -187,4 +187,25 @@ def test_status_json_holds_the_status_record_with_the_configuration_encoded_once
     )
     seeds.append("http://late.test/")  # encoded at the start: not in the file
     status.write(snap)
-    assert len(json.loads(path.read_text())["config"]["seeds"]) == 50
+    config = json.loads(path.read_text())["config"]
+    assert len(config["seeds"]) == 50
+    assert config["seeds_total"] == 50
+
+
+def test_status_json_lists_the_first_seeds_and_their_number_whatever_their_count(
+    tmp_path: Path,
+) -> None:
+    """The file is rewritten at every tick: its size must not grow with the seed list."""
+    snap = snapshot(observed())
+    sizes = []
+    for count in (LISTED_SEEDS + 1, 100_000):
+        seeds = [f"http://h{i}.test/" for i in range(count)]
+        path = tmp_path / f"status-{count}.json"
+        StatusFile(path, {"seeds": seeds, "min_delay_s": 1.0}, lambda: T0 + 1).write(snap)
+        config = json.loads(path.read_text())["config"]
+        assert config["seeds"] == seeds[:LISTED_SEEDS]
+        assert config["seeds_total"] == count
+        assert config["min_delay_s"] == 1.0
+        sizes.append(path.stat().st_size)
+    # the two files differ only in the digits of the count
+    assert sizes[1] - sizes[0] == len(str(100_000)) - len(str(LISTED_SEEDS + 1))
