@@ -11,10 +11,10 @@ read of every reply), at most ``rounds`` rounds under way at once, so what arriv
 while they are out goes in the next round. The first command starts a round at the
 next turn of the event loop: nothing waits for a timer.
 
-Commands given to :meth:`CallBatcher.call_first` (the dispatcher's lease step: its LEASE and INDEX
-calls, which every idle fetcher of the process waits for) have a lane of their own:
-one round of them may be under way beside the ``rounds`` of the others, and they never
-queue behind those. Without it a lease waited for the rounds of the process's other
+Commands given to :meth:`CallBatcher.call_first` (the dispatcher's lease step: its
+LEASE and INDEX calls, which every idle fetcher of the process waits for) have a lane
+of their own: one round of them may be under way beside the ``rounds`` of the others,
+and they never queue behind those. Without it a lease waited for the rounds of the process's other
 calls (completions, the per-IP gate, robots.txt blobs) to come back first.
 
 Each command is still its own step on the server (a pipeline is not a transaction):
