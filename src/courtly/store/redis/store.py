@@ -139,6 +139,10 @@ the cluster client's own tries) unless the store's next call there drops it firs
 _CALLS_IN_FLIGHT: Final = 32
 """Calls one store (its per-IP gate included) has in flight at once: the client's pool holds
 100 connections and refuses a call beyond them (``MaxConnectionsError``) instead of waiting."""
+_BATCHED_CALLS_IN_FLIGHT: Final = 4096
+"""The same bound on standalone Redis without replica acks, where every call goes in the
+batcher's rounds (a connection a round, at most three at once), not a connection each: with 32 there, the
+fetchers' calls waited for a permit while the rounds had room (docs/distributed.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,7 +280,8 @@ class RedisStore(RevisitSeam):
         """Standalone: the calls of concurrent callers go in one pipeline per round trip."""
         self._opened = False
         self._open_lock = asyncio.Lock()
-        self._calls = asyncio.Semaphore(_CALLS_IN_FLIGHT)
+        batched = self._batcher is not None and not replica_acks
+        self._calls = asyncio.Semaphore(_BATCHED_CALLS_IN_FLIGHT if batched else _CALLS_IN_FLIGHT)
         self._offset_ms = 0.0
         self._pending: dict[int, tuple[int, str, str, str]] = {}
         self._offers: dict[int, Offer | None] = {}  # shard -> its last offer heard of
