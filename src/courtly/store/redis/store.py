@@ -141,8 +141,9 @@ _CALLS_IN_FLIGHT: Final = 32
 100 connections and refuses a call beyond them (``MaxConnectionsError``) instead of waiting."""
 _BATCHED_CALLS_IN_FLIGHT: Final = 4096
 """The same bound on standalone Redis without replica acks, where every call goes in the
-batcher's rounds (a connection a round, at most three at once), not a connection each: with 32 there, the
-fetchers' calls waited for a permit while the rounds had room (docs/distributed.md)."""
+batcher's rounds (a connection a round, at most three at once), not a connection each:
+with 32 there, the fetchers' calls waited for a permit while the rounds had room
+(docs/distributed.md)."""
 
 
 @dataclass(frozen=True, slots=True)
