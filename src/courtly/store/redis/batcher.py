@@ -14,8 +14,9 @@ next turn of the event loop: nothing waits for a timer.
 Commands given to :meth:`CallBatcher.call_first` (the dispatcher's lease step: its
 LEASE and INDEX calls, which every idle fetcher of the process waits for) have a lane
 of their own: one round of them may be under way beside the ``rounds`` of the others,
-and they never queue behind those. Without it a lease waited for the rounds of the process's other
-calls (completions, the per-IP gate, robots.txt blobs) to come back first.
+and they never queue behind those. Without it a lease waited for the rounds of the
+process's other calls (completions, the per-IP gate, robots.txt blobs) to come back
+first.
 
 Each command is still its own step on the server (a pipeline is not a transaction):
 a script's atomicity and every rule it keeps are unchanged, and the order of two
