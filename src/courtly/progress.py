@@ -65,16 +65,19 @@ def format_line(snapshot: CrawlSnapshot) -> str:
     )
 
 
-def format_summary(snapshot: CrawlSnapshot, *, catalogue_kept: bool = True) -> str:
+def format_summary(
+    snapshot: CrawlSnapshot, *, catalogue_kept: bool = True, export: str | None = None
+) -> str:
     """The end-of-crawl summary, plain text. ``catalogue_kept=False`` (``--store memory``)
-    says the catalogue is gone instead of suggesting ``courtly export``."""
+    says the catalogue is gone instead of suggesting ``courtly export``; ``export`` is the
+    command that reads the catalogue (default: ``courtly export --state DIR``; a crawl on
+    a shared store reads it from there)."""
     c = snapshot.counts
     detail: str | None = getattr(snapshot, "stop_detail", None)
-    catalogue = (
-        f"courtly export --state {snapshot.state_dir} --format jsonl"
-        if catalogue_kept
-        else "not kept (--store memory keeps nothing after exit; the WARC files remain)"
-    )
+    if not catalogue_kept:
+        catalogue = "not kept (--store memory keeps nothing after exit; the WARC files remain)"
+    else:
+        catalogue = export or f"courtly export --state {snapshot.state_dir} --format jsonl"
     lines = [
         f"crawl ended after {snapshot.elapsed_s:.1f} s: {stop_reason_words(snapshot.stop_reason)}",
         *([f"  why               {detail}"] if detail else []),
@@ -107,10 +110,12 @@ class LogProgress:
         *,
         summary_on_close: bool = True,
         catalogue_kept: bool = True,
+        export: str | None = None,
     ) -> None:
         self._out = out or sys.stderr
         self._summary_on_close = summary_on_close
         self._catalogue_kept = catalogue_kept
+        self._export = export
 
     def update(self, snapshot: CrawlSnapshot) -> None:
         print(format_line(snapshot), file=self._out, flush=True)
@@ -121,7 +126,9 @@ class LogProgress:
 
     def summary(self, snapshot: CrawlSnapshot) -> None:
         """Print the end-of-crawl summary."""
-        self.notice(format_summary(snapshot, catalogue_kept=self._catalogue_kept))
+        self.notice(
+            format_summary(snapshot, catalogue_kept=self._catalogue_kept, export=self._export)
+        )
 
     def close(self, snapshot: CrawlSnapshot) -> None:
         if self._summary_on_close:
@@ -137,12 +144,14 @@ class RichProgress:
         *,
         summary_on_close: bool = True,
         catalogue_kept: bool = True,
+        export: str | None = None,
     ) -> None:
         self._console = console or Console(stderr=True)
         self._live = Live(console=self._console, refresh_per_second=4, transient=False)
         self._started = False
         self._summary_on_close = summary_on_close
         self._catalogue_kept = catalogue_kept
+        self._export = export
 
     @property
     def console(self) -> Console:
@@ -182,7 +191,9 @@ class RichProgress:
 
     def summary(self, snapshot: CrawlSnapshot) -> None:
         """Print the end-of-crawl summary (below the final panel)."""
-        self.notice(format_summary(snapshot, catalogue_kept=self._catalogue_kept))
+        self.notice(
+            format_summary(snapshot, catalogue_kept=self._catalogue_kept, export=self._export)
+        )
 
     def close(self, snapshot: CrawlSnapshot) -> None:
         if self._started:
@@ -193,10 +204,19 @@ class RichProgress:
 
 
 def progress_for(
-    stream: TextIO | None = None, *, summary_on_close: bool = True, catalogue_kept: bool = True
+    stream: TextIO | None = None,
+    *,
+    summary_on_close: bool = True,
+    catalogue_kept: bool = True,
+    export: str | None = None,
 ) -> LogProgress | RichProgress:
-    """A dashboard when ``stream`` (default stderr) is a terminal, plain lines otherwise."""
+    """A dashboard when ``stream`` (default stderr) is a terminal, plain lines otherwise
+    (``catalogue_kept`` and ``export``: as :func:`format_summary` takes them)."""
     stream = stream or sys.stderr
     if stream.isatty():
-        return RichProgress(summary_on_close=summary_on_close, catalogue_kept=catalogue_kept)
-    return LogProgress(stream, summary_on_close=summary_on_close, catalogue_kept=catalogue_kept)
+        return RichProgress(
+            summary_on_close=summary_on_close, catalogue_kept=catalogue_kept, export=export
+        )
+    return LogProgress(
+        stream, summary_on_close=summary_on_close, catalogue_kept=catalogue_kept, export=export
+    )

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
+from courtly.cli.crawl_command import _export_command
+from courtly.config import CrawlConfig
 from courtly.crawl import CrawlSnapshot
 from courtly.exit_codes import STOP_REASONS, ExitCode, exit_code_for, stop_reason_words
 from courtly.frontier.records import FrontierCounts
@@ -67,3 +70,19 @@ def test_a_memory_crawl_does_not_suggest_an_export() -> None:
     assert "courtly export --state S" in format_summary(SOME)
     summary = format_summary(SOME, catalogue_kept=False)
     assert "courtly export" not in summary and "--store memory" in summary
+
+
+def test_a_shared_crawl_suggests_the_export_that_reads_the_whole_crawl() -> None:
+    """A crawl on a Redis store keeps its catalogue in Redis, not in its state directory."""
+    config = CrawlConfig(
+        state_dir=Path("S"),
+        user_agent="courtly-test/1.0 (+https://example.invalid/bot)",
+        seeds=("http://a.test/",),
+        store="redis://:secret@127.0.0.1:6379/0",
+        crawl_name="shop",
+    )
+    summary = format_summary(SOME, export=_export_command(config))
+    line = next(line for line in summary.splitlines() if "catalogue" in line)
+    assert "courtly export --store redis://:***@127.0.0.1:6379/0 --crawl-name shop" in line
+    assert "secret" not in summary and "--state S" not in line
+    assert _export_command(replace(config, store="sqlite")) is None

@@ -21,6 +21,7 @@ from courtly.exit_codes import ExitCode, exit_code_for, stop_reason_words
 from courtly.observe.command import dashboard_spec
 from courtly.progress import LogProgress, RichProgress, progress_for
 from courtly.state_dir import check_crawl_target, check_writable
+from courtly.store.redis.address import is_redis_url, shown
 
 __all__ = ["crawl"]
 
@@ -57,7 +58,11 @@ def crawl(
         check_crawl_target(config)
     progress = None
     if not quiet:
-        progress = progress_for(summary_on_close=False, catalogue_kept=config.store == "sqlite")
+        progress = progress_for(
+            summary_on_close=False,
+            catalogue_kept=config.store != "memory",
+            export=_export_command(config),
+        )
     _setup_logging(verbose, quiet, progress)
     with expected_errors(summary_json):
         snapshot = run_async(run_crawl(config, progress, spec))
@@ -69,6 +74,17 @@ def crawl(
     if summary_json is not None:
         write_json(summary_json, _summary_data(snapshot, code, config))
     sys.exit(code)
+
+
+def _export_command(config: CrawlConfig) -> str | None:
+    """The command that reads a shared (Redis) crawl's whole catalogue; ``None`` for a
+    crawl whose catalogue is in its state directory."""
+    if not is_redis_url(config.store):
+        return None
+    return (
+        f"courtly export --store {shown(config.store)} --crawl-name {config.crawl_name} "
+        "--format jsonl"
+    )
 
 
 def _nothing_fetched_hint(snapshot: CrawlSnapshot, config: CrawlConfig) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-__all__ = ["connect", "is_redis_url", "replica_options"]
+__all__ = ["connect", "is_redis_url", "replica_options", "shown"]
 
 _SCHEMES = ("redis://", "rediss://", "redis+cluster://")
 
@@ -13,6 +13,15 @@ _SCHEMES = ("redis://", "rediss://", "redis+cluster://")
 def is_redis_url(value: str) -> bool:
     """True for a store URL this module connects to."""
     return value.startswith(_SCHEMES)
+
+
+def shown(url: str) -> str:
+    """``url`` as it may be printed: a password in it replaced by ``***``."""
+    scheme, sep, rest = url.partition("://")
+    userinfo, at, hosts = rest.partition("@")
+    if not sep or not at or ":" not in userinfo:
+        return url
+    return f"{scheme}://{userinfo.partition(':')[0]}:***@{hosts}"
 
 
 _OURS = ("wait", "wait_ms")
