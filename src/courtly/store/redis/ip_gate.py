@@ -7,11 +7,7 @@ is one Lua call (``ip_gate.lua``). The requests of one process that find every s
 of an address taken wait in turn, and only the first of them asks the server again:
 after ``poll_s``, doubling up to ``max_poll_s`` while the slots stay taken, and at
 once when this process gives one of them back (a slot another process gives back is
-seen at the next poll). A slot is given back when its ``async with`` body ends, by a
-task of its own: the caller goes on with its response at once instead of waiting a
-round trip (on a busy fetcher, a queue of other calls) for the server's reply, so the
-slot is held a little past the body, never less (:meth:`RedisIpGate.drain` waits for
-those still under way).
+seen at the next poll).
 
 Turns between processes: the address also has a queue of the gates (one per
 process) waiting there, in the order they first found it full. A freed slot goes to
@@ -113,7 +109,6 @@ class RedisIpGate:
         self._ids = itertools.count()
         self._me = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._closed = False
-        self._giving_back: set[asyncio.Task[None]] = set()
 
     def close(self) -> None:
         """End every wait for a slot, now and later, with :class:`GateClosed` (slots held
@@ -135,33 +130,18 @@ class RedisIpGate:
         try:
             yield
         finally:
-            # Given back in a task of its own: the caller goes on with its response
-            # (its page, then its completion) while the command is under way.
-            task = asyncio.get_running_loop().create_task(self._give_back(ip, key, token))
-            self._giving_back.add(task)
-            task.add_done_callback(self._giving_back.discard)
-
-    async def _give_back(self, ip: str, key: str, token: str) -> None:
-        """Free the slot ``token`` holds at ``ip``; then wake this process's waiter on the
-        address (after the server's reply, so that its next try finds the slot free)."""
-        try:
-            async with self._calls:
-                if self._send is None:
-                    await self._client.zrem(key, token)
-                else:
-                    await self._send("ZREM", key, token)
-        except _gone() as error:  # the slot frees itself after hold_s
-            log.warning("%s: slot not given back (%s); it frees itself", key, error)
-        finally:
-            freed = self._freed.get(ip)
-            if freed is not None:
-                freed.set()  # this process's waiter on the address asks again now
-
-    async def drain(self) -> None:
-        """Wait until the slots being given back are (the owner's client is about to
-        close: a slot it did not give back would stay taken until it frees itself)."""
-        while self._giving_back:
-            await asyncio.gather(*list(self._giving_back), return_exceptions=True)
+            try:
+                async with self._calls:
+                    if self._send is None:
+                        await self._client.zrem(key, token)
+                    else:
+                        await self._send("ZREM", key, token)
+            except _gone() as error:  # the slot frees itself after hold_s
+                log.warning("%s: slot not given back (%s); it frees itself", key, error)
+            finally:
+                freed = self._freed.get(ip)
+                if freed is not None:
+                    freed.set()  # this process's waiter on the address asks again now
 
     def _keys(self, ip: str) -> list[str]:
         """The address's slot set, then its turns and their lapse times, in its slot."""

@@ -278,7 +278,6 @@ class RedisStore(RevisitSeam):
         self._unreplicated: dict[str, float] = {}  # master -> monotonic time to wait again
         self._scripts: dict[str, Any] = {}
         self._batcher = None if hasattr(client, "get_node_from_key") else CallBatcher(client)
-        self._gates: list[RedisIpGate] = []
         """Standalone: the calls of concurrent callers go in one pipeline per round trip."""
         self._opened = False
         self._open_lock = asyncio.Lock()
@@ -785,8 +784,6 @@ class RedisStore(RevisitSeam):
 
     async def aclose(self) -> None:
         try:
-            for gate in self._gates:
-                await gate.drain()
             await self._found.aclose()
             if self._opened:
                 await self._flush_index()
@@ -796,9 +793,8 @@ class RedisStore(RevisitSeam):
             await self._client.aclose()
 
     def ip_gate(self, cap: int, hold_s: float) -> RedisIpGate:
-        """The crawl's per-IP cap of ``cap`` requests in flight, across every fetcher
-        (:meth:`aclose` waits for the slots its gates are giving back)."""
-        gate = RedisIpGate(
+        """The crawl's per-IP cap of ``cap`` requests in flight, across every fetcher."""
+        return RedisIpGate(
             self._client,
             self._crawl,
             cap,
@@ -807,8 +803,6 @@ class RedisStore(RevisitSeam):
             calls=self._calls,
             send=None if self._batcher is None else self._batcher.call,
         )
-        self._gates.append(gate)
-        return gate
 
     # -- internals ----------------------------------------------------------------
 
