@@ -53,6 +53,7 @@ from courtly.parallel import (
     stable_hash,
     state_dirs,
 )
+from courtly.parallel.supervisor import probe_wait_s
 from courtly.sandbox import ROBOTS_VARIANTS, RequestRecord, SandboxSpec, audit
 from courtly.url import host_of
 
@@ -177,6 +178,20 @@ def test_termination_needs_two_quiet_rounds_with_the_same_counters() -> None:
     moved = [_status(0, True, (0, 20), (0, 4)), _status(1, True, (4, 0), (20, 0))]
     assert not detector.observe(moved)  # quiet, but the counters moved since the last round
     assert detector.observe(moved)
+
+
+def test_probes_slow_down_while_urls_are_queued_and_speed_up_near_the_end() -> None:
+    """A round where some partition has URLs queued cannot precede the end: the next
+    round waits the busy interval; once nothing is queued (requests in flight at most),
+    the short one, so the end is still seen soon after the last fetch."""
+    idle = [_status(0, True, (0, 0), (0, 0)), _status(1, False, (0, 0), (0, 0))]
+    queued = [idle[0], replace(idle[1], snapshot=_with_queued(idle[1].snapshot, 3))]
+    assert probe_wait_s(queued, 0.1, 1.0) == 1.0
+    assert probe_wait_s(idle, 0.1, 1.0) == 0.1
+
+
+def _with_queued(snapshot: CrawlSnapshot, queued: int) -> CrawlSnapshot:
+    return replace(snapshot, counts=replace(snapshot.counts, queued=queued))
 
 
 # -- forwarding is durable ----------------------------------------------------------------

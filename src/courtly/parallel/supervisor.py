@@ -28,9 +28,20 @@ if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
     from multiprocessing.queues import Queue
 
-__all__ = ["PartitionedCrawl"]
+__all__ = ["PartitionedCrawl", "probe_wait_s"]
 
 log = logging.getLogger("courtly.parallel")
+
+_LOOK_S = 0.02
+"""How often the parent looks at its partitions' answers and liveness, and relays a stop
+(seconds; every look costs the parent a few system calls)."""
+
+
+def probe_wait_s(answers: Sequence[PartitionStatus], idle_s: float, busy_s: float) -> float:
+    """Pure: the wait before the next probe round after a round's ``answers``: ``busy_s``
+    while some partition has URLs queued (the crawl cannot be over before they are
+    fetched), else ``idle_s``."""
+    return busy_s if any(a.snapshot.counts.queued for a in answers) else idle_s
 
 
 class PartitionedCrawl:
@@ -41,6 +52,14 @@ class PartitionedCrawl:
     the partitions, relays stop requests, shows the summed progress, detects the
     end of the crawl when no time or page limit ends it first, and returns the
     summed final snapshot. A partition that fails stops the others and raises.
+
+    Probes (each partition answers with its status and snapshot) go out every
+    ``probe_interval_s`` once no partition has URLs queued, and every
+    ``busy_probe_interval_s`` while some partition has (it cannot be over before they
+    are fetched; the answers then serve the progress lines only): a busy crawl's
+    partitions answer once a second instead of ten times, and the end of a crawl is
+    still seen within a few probe intervals of its last fetch. The parent looks at its
+    queue of answers every :data:`_LOOK_S`.
     """
 
     def __init__(
@@ -50,6 +69,7 @@ class PartitionedCrawl:
         progress: ProgressSink | None = None,
         log_level: int = logging.WARNING,
         probe_interval_s: float = 0.1,
+        busy_probe_interval_s: float = 1.0,
     ) -> None:
         if config.processes < 2:
             raise ConfigError("a partitioned crawl needs processes >= 2")
@@ -58,6 +78,7 @@ class PartitionedCrawl:
         self._progress = progress
         self._log_level = log_level
         self._probe_interval_s = probe_interval_s
+        self._busy_probe_interval_s = max(probe_interval_s, busy_probe_interval_s)
         self._stop_reason: str | None = None
         self._stop_sent = False
         self._abort = False
@@ -190,8 +211,12 @@ class PartitionedCrawl:
                         self.request_stop("done")
                     probing = False
                     round_no += 1
+                    probe_due_at = now + probe_wait_s(
+                        list(answers.values()),
+                        self._probe_interval_s,
+                        self._busy_probe_interval_s,
+                    )
                     answers.clear()
-                    probe_due_at = now + self._probe_interval_s
                 elif not probing and now >= probe_due_at:
                     probing = True
                     send(Probe(round_no))
@@ -199,4 +224,4 @@ class PartitionedCrawl:
                 progress_due_at = now + self.config.progress_interval_s
                 merged = merge_snapshots(list(latest.values()), self.config.state_dir)
                 self._progress.update(merged)
-            await asyncio.sleep(0.01)
+            await asyncio.sleep(_LOOK_S)
