@@ -295,6 +295,85 @@ async def test_one_lease_per_host_across_fetchers(crawl: tuple[str, str]) -> Non
             await store.aclose()
 
 
+async def _members(*stores: RedisStore) -> None:
+    """Each store renews its membership, twice round, so that every one knows the rest."""
+    for _ in range(2):
+        for store in stores:
+            await store.open()
+            await store._heartbeat(leaving=False)
+
+
+async def _lease_all(store: RedisStore, now: float) -> list[Lease]:
+    """Lease and complete from ``store`` alone until three steps in a row come back empty."""
+    got: list[Lease] = []
+    empty = 0
+    while empty < 3:
+        leases = (await store.lease(now, 30.0, 16)).leases
+        empty = 0 if leases else empty + 1
+        for lease in leases:
+            got.append(lease)
+            state = replace(lease.host, next_allowed_at=0.0)
+            assert await store.complete(lease, state, (), now, NO_BUDGET) == []
+    return got
+
+
+async def test_each_fetcher_leases_its_own_shards_and_leaves_the_others_to_their_owners(
+    crawl: tuple[str, str],
+) -> None:
+    stores = [fetcher(crawl, seed=s, affinity_grace_s=60.0) for s in range(2)]
+    try:
+        entries = urls(64, 1)
+        await stores[0].add(entries, 0.0, NO_BUDGET)
+        await _members(*stores)
+        owned = [store._mine or frozenset() for store in stores]  # None: every shard
+        assert owned[0] | owned[1] == frozenset(range(16)) and not owned[0] & owned[1]
+        for store, mine in zip(stores, owned, strict=True):
+            got = await _lease_all(store, 0.0)  # the other has not leased: its hosts wait
+            assert got and {shard_of(lease.host_key, 16) for lease in got} <= mine
+            expected = {e.host_key for e in entries if shard_of(e.host_key, 16) in mine}
+            assert {lease.host_key for lease in got} == expected
+    finally:
+        for store in stores:
+            await store.aclose()
+
+
+async def test_a_fetcher_takes_the_shards_of_one_that_left_or_fell_behind(
+    crawl: tuple[str, str],
+) -> None:
+    grace_s = 3.0  # long enough for the first fetcher to serve its own hosts under load
+    stores = [fetcher(crawl, seed=s, affinity_grace_s=grace_s) for s in range(3)]
+    try:
+        entries = urls(64, 1)
+        await stores[0].add(entries, 0.0, NO_BUDGET)
+        await _members(*stores)
+        mine = stores[0]._mine
+        assert mine is not None
+        own = await _lease_all(stores[0], 0.0)
+        assert own and all(shard_of(lease.host_key, 16) in mine for lease in own)
+        # the others' hosts came due at the add: none now, each once it waited the grace
+        idle = await stores[0].lease(0.0, 30.0, 4)
+        assert not idle.leases
+        assert idle.next_ready_at is not None and 0.0 < idle.next_ready_at <= grace_s
+        await stores[2].aclose()  # leaves the crawl: its shards are the others' at once
+        await stores[0]._heartbeat(leaving=False)
+        assert stores[0]._mine is not None and stores[0]._mine > mine
+        taken = await _lease_all(stores[0], 0.0)
+        assert taken and all(shard_of(lease.host_key, 16) in stores[0]._mine for lease in taken)
+        await asyncio.sleep(idle.next_ready_at + 0.1)  # then the one left behind's hosts
+        late = await _lease_all(stores[0], 0.0)
+        assert late and all(shard_of(lease.host_key, 16) not in stores[0]._mine for lease in late)
+        # (a host taken in from its shard's front tier is due from then: it waits again)
+        await stores[1].aclose()
+        await stores[0]._heartbeat(leaving=False)
+        assert stores[0]._mine is None  # alone: every shard
+        rest = await _lease_all(stores[0], 0.0)
+        got = [lease.host_key for lease in (*own, *taken, *late, *rest)]
+        assert sorted(got) == sorted(e.host_key for e in entries)
+    finally:
+        for store in stores:
+            await store.aclose()  # a second close does nothing
+
+
 async def test_discoveries_in_other_shards_are_fenced_with_the_lease(
     crawl: tuple[str, str],
 ) -> None:

@@ -35,11 +35,11 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
         return MemoryStore(queues, seen=BloomSeenSet(capacity=1_000_000))
     if is_redis_url(config.store):
         from courtly.store.redis import RedisStore  # the client library loads only when used
-        from courtly.store.redis.address import connect, replica_options
+        from courtly.store.redis.address import connect, store_options
 
         assert config.crawl_name is not None  # CrawlConfig checks it
         return RedisStore(
-            connect(config.store), config.crawl_name, queues, **replica_options(config.store)
+            connect(config.store), config.crawl_name, queues, **store_options(config.store)
         )
     from courtly.store.sqlite import SqliteStore  # the SQLite backend is optional at import
 

@@ -1,10 +1,11 @@
-"""Store URLs: the store's own ``wait``/``wait_ms`` parameters, kept from the client."""
+"""Store URLs: the store's own ``wait``/``wait_ms``/``affinity`` parameters, kept from the
+client."""
 
 from __future__ import annotations
 
 import pytest
 
-from courtly.store.redis.address import connect, replica_options
+from courtly.store.redis.address import connect, replica_options, store_options
 
 
 def test_wait_asks_for_replica_acks_with_a_bound() -> None:
@@ -29,8 +30,22 @@ async def test_the_client_never_sees_the_stores_parameters() -> None:
         7002,
     ]
     await cluster.aclose()
-    single = connect("redis://127.0.0.1:6379/2?wait=1&socket_timeout=3")
+    single = connect("redis://127.0.0.1:6379/2?wait=1&socket_timeout=3&affinity=2")
     kwargs = single.connection_pool.connection_kwargs
     assert (kwargs["db"], kwargs["socket_timeout"]) == (2, 3.0)
-    assert "wait" not in kwargs
+    assert "wait" not in kwargs and "affinity" not in kwargs
     await single.aclose()
+
+
+def test_affinity_sets_the_grace_before_another_fetchers_shard_is_leased() -> None:
+    assert store_options("redis://h:1/0") == {}
+    assert store_options("redis://h:1/0?affinity=0") == {"affinity_grace_s": 0.0}
+    assert store_options("redis+cluster://a:7001?wait=1&affinity=2.5") == {
+        "replica_acks": 1,
+        "replica_wait_s": 0.05,
+        "affinity_grace_s": 2.5,
+    }
+    assert replica_options("redis://h:1/0?affinity=3") == {}  # not a replica option
+    for bad in ("redis://h:1?affinity=x", "redis://h:1?affinity=-1", "redis://h:1?affinity=inf"):
+        with pytest.raises(ValueError):
+            store_options(bad)

@@ -238,12 +238,14 @@ class CourtlyScheduler:
         config = self.config
         if config.shared:
             from courtly.store.redis import RedisStore  # the client library loads only when used
-            from courtly.store.redis.address import connect
+            from courtly.store.redis.address import connect, store_options
 
             assert config.crawl_name is not None  # CourtlySettings checks it
             if config.state_dir is not None:
                 log.warning("courtly: COURTLY_STATE is not used with a Redis COURTLY_STORE")
-            return RedisStore(connect(config.store), config.crawl_name, queues)
+            return RedisStore(
+                connect(config.store), config.crawl_name, queues, **store_options(config.store)
+            )
         if config.store == "memory":
             return MemoryStore(queues)
         from courtly.store.sqlite import SqliteStore

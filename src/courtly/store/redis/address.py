@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
-__all__ = ["connect", "is_redis_url", "replica_options", "shown"]
+__all__ = ["connect", "is_redis_url", "replica_options", "shown", "store_options"]
 
 _SCHEMES = ("redis://", "rediss://", "redis+cluster://")
 
@@ -24,7 +24,7 @@ def shown(url: str) -> str:
     return f"{scheme}://{userinfo.partition(':')[0]}:***@{hosts}"
 
 
-_OURS = ("wait", "wait_ms")
+_OURS = ("wait", "wait_ms", "affinity")
 
 
 def _split_ours(url: str) -> tuple[str, dict[str, str]]:
@@ -43,7 +43,7 @@ def replica_options(url: str) -> dict[str, Any]:
     writing step until N replicas hold it (``replica_acks``), for at most ``wait_ms``
     milliseconds (default 50; ``replica_wait_s``). Raises ``ValueError`` for a bad value."""
     ours = _split_ours(url)[1]
-    if not ours:
+    if "wait" not in ours and "wait_ms" not in ours:
         return {}
     try:
         acks = int(ours.get("wait", "0"))
@@ -55,14 +55,32 @@ def replica_options(url: str) -> dict[str, Any]:
     return {"replica_acks": acks, "replica_wait_s": wait_ms / 1000.0}
 
 
+def store_options(url: str) -> dict[str, Any]:
+    """Every ``RedisStore`` keyword a store URL asks for: :func:`replica_options`, and
+    ``?affinity=S``, the grace in seconds before a fetcher leases a shard another live
+    fetcher owns (``affinity_grace_s``; 0 turns shard affinity off; the store's default
+    when absent). Raises ``ValueError`` for a bad value."""
+    options = replica_options(url)
+    raw = _split_ours(url)[1].get("affinity")
+    if raw is not None:
+        try:
+            grace_s = float(raw)
+        except ValueError:
+            raise ValueError(f"affinity must be a number of seconds (in {url!r})") from None
+        if not grace_s >= 0 or grace_s == float("inf"):
+            raise ValueError(f"affinity must be >= 0 and finite (in {url!r})")
+        options["affinity_grace_s"] = grace_s
+    return options
+
+
 def connect(url: str) -> Any:
     """An asyncio client for ``url`` (bytes in, bytes out).
 
     ``redis://`` and ``rediss://`` go to one server (``/DB`` picks the database);
     ``redis+cluster://`` lists startup nodes of a Redis Cluster, comma-separated (one
     reachable node is enough: the client learns the others). Raises ``ValueError``
-    for anything else. The store's own query parameters (``wait``, ``wait_ms``: see
-    :func:`replica_options`) are not the client's.
+    for anything else. The store's own query parameters (``wait``, ``wait_ms``,
+    ``affinity``: see :func:`store_options`) are not the client's.
     """
     url = _split_ours(url)[0]
     if url.startswith("redis+cluster://"):

@@ -2,8 +2,9 @@
 
 Every shard script is the shard prelude (``shard.lua``: key layout, counters, the
 Bloom filter, the state machine's helpers) followed by the operation's own text,
-so each one runs as one atomic call on one shard's slot. ``index.lua`` and
-``meta.lua`` run on the crawl's own slot; ``ip_gate.lua`` on an address's key.
+so each one runs as one atomic call on one shard's slot. ``index.lua``,
+``members.lua`` and ``meta.lua`` run on the crawl's own slot; ``ip_gate.lua`` on an
+address's key.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ SHARD_SCRIPTS: Final = (
     "release",
     "revisit",
 )
-CRAWL_SCRIPTS: Final = ("index", "ip_gate", "meta")
+CRAWL_SCRIPTS: Final = ("index", "ip_gate", "members", "meta")
 
 
 def _read(name: str) -> str:

@@ -62,6 +62,12 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 from courtly.store.base import LeaseBatch
+from courtly.store.redis.affinity import (
+    MEMBER_LIFETIME_S,
+    MEMBER_REFRESH_S,
+    held_back_until,
+    owned_shards,
+)
 from courtly.store.redis.batcher import CallBatcher
 from courtly.store.redis.coalescer import Coalescer
 from courtly.store.redis.codec import (
@@ -244,6 +250,10 @@ class RedisStore(RevisitSeam):
     fetcher leases continuously; a shard that came due since the last read waits one
     lease more. 0 (as with ``index_interval_s`` 0) reads the index first on every
     lease that the cache does not serve.
+    ``affinity_grace_s`` (:mod:`~courtly.store.redis.affinity`): a shard owned by another
+    live fetcher is leased only once its best host has been due for that long, so a
+    host's requests keep to one process (and its connection) while its owner keeps up;
+    0 turns shard affinity off (every due shard goes to whoever asks first).
     """
 
     def __init__(
@@ -261,6 +271,7 @@ class RedisStore(RevisitSeam):
         retry_s: float = 60.0,
         replica_acks: int = 0,
         replica_wait_s: float = 0.05,
+        affinity_grace_s: float = 1.0,
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\n"):
             raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
@@ -295,6 +306,9 @@ class RedisStore(RevisitSeam):
         self._drained: set[int] = set()  # shards found drained since the read began
         self._held: dict[int, float] = {}  # token of a lease of this store -> monotonic expiry
         self._caller = uuid.uuid4().hex[:16]  # this store's calls: "<caller>.<count>"
+        self._affinity_grace_ms = max(0.0, affinity_grace_s) * 1000.0
+        self._mine: frozenset[int] | None = None  # the shards this store owns (affinity)
+        self._members_at = -math.inf  # monotonic time of the last heartbeat
         self._call_count = 0
         self._replied: dict[int, list[str]] = {}  # shard -> calls answered, reply kept there
         self._keep_ms = round((retry_s + _KEEP_SLACK_S) * 1000.0)
@@ -430,6 +444,8 @@ class RedisStore(RevisitSeam):
         started at it starts no earlier on the server's clock."""
         await self.open()
         started = time.monotonic()
+        if self._affinity_grace_ms > 0 and started - self._members_at >= MEMBER_REFRESH_S:
+            await self._heartbeat(leaving=False)
         ahead_s = max(0.0, ahead_s)
         cached = self._due_within(self._index_interval_s, started)
         if cached:
@@ -513,12 +529,17 @@ class RedisStore(RevisitSeam):
         max_wait_s = self._queues.max_due_wait_s
         offers = self._offers
         candidates.sort(key=lambda shard: offer_key(offers.get(shard), now_ms, max_wait_s))
-        visits = candidates[: max(1, math.ceil(max_leases / _LEASES_PER_VISIT))]
+        held_until = self._held_back(candidates, now_ms)
+        open_ = [shard for shard in candidates if shard not in held_until]
+        if self._mine is not None:  # its own due shards first, then others' waiting too long
+            mine = self._mine
+            open_.sort(key=lambda shard: shard not in mine)  # stable: each part by offer
+        visits = open_[: max(1, math.ceil(max_leases / _LEASES_PER_VISIT))] if open_ else []
         asks = _split(max_leases, len(visits))
         probe = self._probe(shards)
         if probe is not None and probe not in visits:
             visits.append(probe)
-            asks.append(0 if candidates else max_leases)
+            asks.append(0 if candidates or not self._owns(probe) else max_leases)
         ahead_ms = ahead_s * 1000.0
         replies = await asyncio.gather(
             *(
@@ -537,8 +558,11 @@ class RedisStore(RevisitSeam):
             if len(got) < ask or reply.due_ms is None or reply.due_ms > reply.now_ms + ahead_ms:
                 self._drop_due(shard)  # drained (by this lease or another fetcher's)
         visited = set(visits)
-        if due_count > len(visited & set(candidates)):
+        if due_count - len(held_until) > len(visited & set(open_)):
             next_at = _least(next_at, now_at + ahead_s)
+        for at in held_until.values():  # another's shard: leased here once it waited long
+            if at < math.inf:
+                next_at = _least(next_at, self._to_caller(at))
         for shard, at in nexts:
             if shard not in visited:
                 next_at = _least(next_at, self._to_caller(at))
@@ -787,6 +811,9 @@ class RedisStore(RevisitSeam):
             await self._found.aclose()
             if self._opened:
                 await self._flush_index()
+                if self._mine is not None:  # its shards go to the others at once
+                    with contextlib.suppress(*_transient()[0]):
+                        await self._heartbeat(leaving=True)
             if self._batcher is not None:
                 await self._batcher.aclose()
         finally:
@@ -997,6 +1024,48 @@ class RedisStore(RevisitSeam):
     async def _flush_index(self) -> None:
         if self._pending:
             await self._index(0, None)
+
+    # -- shard affinity (courtly.store.redis.affinity) --
+
+    def _owns(self, shard: int) -> bool:
+        return self._mine is None or shard in self._mine
+
+    def _held_back(self, candidates: list[int], now_ms: float) -> dict[int, float]:
+        """The due ``candidates`` this store leaves to their owners for now: shard -> the
+        server time (ms) from which it takes them (``inf``: not before the owner's
+        membership lapses). Empty without affinity or with this store the only member."""
+        if self._mine is None:
+            return {}
+        held: dict[int, float] = {}
+        max_wait_s = self._queues.max_due_wait_s
+        for shard in candidates:
+            offer = self._offers.get(shard)
+            aged = offer is not None and is_aged(offer[2] / 1000.0, now_ms / 1000.0, max_wait_s)
+            until = held_back_until(
+                shard in self._mine,
+                aged,
+                None if offer is None else offer[1],
+                self._affinity_grace_ms,
+            )
+            if until is not None and until > now_ms:
+                held[shard] = until
+        return held
+
+    async def _heartbeat(self, *, leaving: bool) -> None:
+        """Renew (or end) this store's membership of the crawl's fetchers and learn which
+        shards it owns; an unreachable server leaves the last split as it was."""
+        self._members_at = time.monotonic()
+        args = [self._caller, round(MEMBER_LIFETIME_S * 1000.0), "1" if leaving else "0"]
+        try:
+            async with self._gate(False):
+                raw = await self._run("members", [self._crawl_key + "members"], args)
+        except _transient()[0] as exc:
+            log.debug("crawl %r: membership not renewed (%s)", self._crawl, exc)
+            return
+        members = [_s(member) for member in raw]
+        shards = self._layout.shards
+        others = [member for member in members if member != self._caller]
+        self._mine = owned_shards(self._caller, others, shards) if others else None
 
     def _probe(self, shards: int) -> int | None:
         """The next shard to visit whatever the index says, once per probe interval."""
