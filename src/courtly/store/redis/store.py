@@ -271,7 +271,7 @@ class RedisStore(RevisitSeam):
         retry_s: float = 60.0,
         replica_acks: int = 0,
         replica_wait_s: float = 0.05,
-        affinity_grace_s: float = 1.0,
+        affinity_grace_s: float = 3.0,
     ) -> None:
         if not crawl or any(c in crawl for c in "{}: \t\n"):
             raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
