@@ -14,7 +14,8 @@ code   name                 meaning
 =====  ===================  =====================================================
 
 A signal wins over the others (the operator chose to stop); a run that fetched
-nothing says so (5) even when a limit stopped it. Resuming a crawl that is already
+nothing says so (5) even when a limit stopped it, unless it is one process of a shared
+(Redis) crawl whose other processes fetched pages. Resuming a crawl that is already
 complete tries nothing and exits 0.
 """
 
@@ -69,7 +70,8 @@ def exit_code_for(snapshot: CrawlSnapshot) -> ExitCode:
     tried = bool(
         snapshot.robots_fetches or snapshot.errors or snapshot.skipped or snapshot.statuses
     )
-    if snapshot.pages == 0 and (tried or reason == "nothing_fetchable"):
+    nothing = snapshot.pages == 0 and not snapshot.others_fetched
+    if nothing and (tried or reason == "nothing_fetchable"):
         return ExitCode.NOTHING_FETCHED
     if reason in ("max_time", "max_pages"):
         return ExitCode.LIMIT

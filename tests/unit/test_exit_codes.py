@@ -48,6 +48,9 @@ TRIED = replace(NONE, robots_fetches=1, errors={"robots_unreachable": 1})
         (replace(SOME, stop_reason="signal"), ExitCode.SIGNAL),
         (replace(TRIED, stop_reason="aborted"), ExitCode.SIGNAL),
         (replace(SOME, stop_reason="error"), ExitCode.FAILED),
+        # one process of a shared crawl whose others fetched the pages
+        (replace(TRIED, others_fetched=True), ExitCode.DONE),
+        (replace(TRIED, others_fetched=True, stop_reason="max_time"), ExitCode.LIMIT),
     ],
 )
 def test_the_exit_code_follows_the_outcome(snapshot: CrawlSnapshot, code: ExitCode) -> None:

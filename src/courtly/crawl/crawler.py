@@ -86,6 +86,9 @@ STATUS_FILE = "status.json"
 """Written to the state directory with every progress tick: what ``courtly status``
 shows while the crawl holds its state file."""
 
+_FETCHED = ("crawl", "fetched")
+"""The blob a process of a shared crawl writes once it has fetched a page."""
+
 
 class Crawler:
     """A polite crawl of ``config.seeds`` within ``config.scope``.
@@ -139,6 +142,8 @@ class Crawler:
             fconfig = dataclasses.replace(fconfig, politeness=politeness)
         self._store = store if store is not None else open_store(config, fconfig.queues)
         self._shared = is_shared(self._store)
+        self._fetched_said = False  # this process wrote the shared crawl's _FETCHED blob
+        self._others_fetched = False
         """Other processes share the store (Redis): they change it without a signal here."""
         # Every store leases ahead (Redis maps the server's times onto this clock); on a
         # shared one no further than half the min delay, so that a host this process
@@ -486,6 +491,7 @@ class Crawler:
             fetchers=self._scaler.desired,
             observed=self._observed,
             resumed=self.resumed,
+            others_fetched=self._others_fetched,
             dispatch=self.ready_waits.summary(),
         )
 
@@ -518,6 +524,9 @@ class Crawler:
         while not self._stopping:
             # Cleared before looking, so a completion from here on wakes the wait below.
             self._wake.clear()
+            if self._shared and not self._fetched_said and self.stats.pages:
+                self._fetched_said = True  # a process of the crawl that ends with none
+                await self._store.put_blob(*_FETCHED, b"1")  # of its own ends done, not 5
             if self.recrawl is not None:  # due URLs back into the frontier, within the share
                 await self.recrawl.feed(self.frontier.config.budget)
             free = scaler.desired - fetches.in_flight + self._waiting_for_ip()
@@ -563,7 +572,10 @@ class Crawler:
                 counts = await self.frontier.counts()
                 if counts.queued == 0 and counts.leased == 0:
                     self._finished = True
-                    reason, self._stop_detail = ending(self.stats.pages, self.frontier.retired)
+                    if self._shared and not self.stats.pages:
+                        self._others_fetched = await self._store.get_blob(*_FETCHED) is not None
+                    pages = self.stats.pages or int(self._others_fetched)
+                    reason, self._stop_detail = ending(pages, self.frontier.retired)
                     if self._stop_detail is not None:
                         log.warning("%s", self._stop_detail)
                     self.request_stop(reason)

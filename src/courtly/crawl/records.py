@@ -67,6 +67,10 @@ class CrawlSnapshot:
     hosts by delay source, counters, histograms, top hosts. Empty before the first tick."""
     resumed: bool = False
     """This run resumed a crawl its state directory already held."""
+    others_fetched: bool = False
+    """A shared crawl (Redis) that this process ended with no page of its own: another
+    process of the crawl fetched pages, so the crawl did not come to nothing (exit 0, not
+    5). Always ``False`` for a crawl of its own."""
     dispatch: dict[str, float] = field(default_factory=dict)
     """How precisely the dispatcher started due hosts' requests
     (:meth:`courtly.crawl.dispatch.ReadyWaits.summary`): requests measured, those that
