@@ -32,6 +32,7 @@ from courtly.cli import run_async
 from courtly.crawl import Crawler
 from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec
 from courtly.store.redis.address import connect
+from courtly.store.redis.affinity import MEMBER_LIFETIME_S
 
 if TYPE_CHECKING:
     from tests.integration.conftest import (
@@ -175,6 +176,7 @@ def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
         time.sleep(0.5)
         os.kill(doomed.pid, signal.SIGKILL)
         doomed.wait()
+        killed_at = time.monotonic()
         late = start_fetcher(web, store, crawl, tmp_path / "c")
         codes = wait_all([first, late])
         assert codes == [0, 0], [(tmp_path / f"{n}.log").read_text() for n in "ac"]
@@ -195,10 +197,14 @@ def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
     assert sum(n - 1 for n in robots.values()) <= CONCURRENCY, robots
     assert report.coverage >= COVERAGE_FLOOR, report.summary()
     runner = CliRunner()
+    # the killed fetcher never left the member set: it drops out once silent long enough
+    time.sleep(max(0.0, killed_at + MEMBER_LIFETIME_S + 0.5 - time.monotonic()))
     result = runner.invoke(cli_main, ["status", "--store", store, "--crawl-name", crawl, "--json"])
     assert result.exit_code == 0, result.output
-    frontier = json.loads(result.output)["frontier"]
+    status = json.loads(result.output)
+    frontier = status["frontier"]
     assert frontier["queued"] == 0 and frontier["leased"] == 0
+    assert status["fetchers_live"] == 0  # the others closed, leaving it
     exported = tmp_path / "catalogue.jsonl"
     result = runner.invoke(
         cli_main, ["export", "--store", store, "--crawl-name", crawl, "-o", str(exported)]

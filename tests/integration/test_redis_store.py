@@ -354,7 +354,10 @@ async def test_a_fetcher_takes_the_shards_of_one_that_left_or_fell_behind(
         idle = await stores[0].lease(0.0, 30.0, 4)
         assert not idle.leases
         assert idle.next_ready_at is not None and 0.0 < idle.next_ready_at <= grace_s
+        live = {store._caller for store in stores}
+        assert set(await stores[0].fetchers()) == live
         await stores[2].aclose()  # leaves the crawl: its shards are the others' at once
+        assert set(await stores[0].fetchers()) == live - {stores[2]._caller}
         await stores[0]._heartbeat(leaving=False)
         assert stores[0]._mine is not None and stores[0]._mine > mine
         taken = await _lease_all(stores[0], 0.0)
@@ -372,6 +375,17 @@ async def test_a_fetcher_takes_the_shards_of_one_that_left_or_fell_behind(
     finally:
         for store in stores:
             await store.aclose()  # a second close does nothing
+
+
+async def test_a_fetcher_without_affinity_still_says_it_is_live(crawl: tuple[str, str]) -> None:
+    store = fetcher(crawl, affinity_grace_s=0.0)
+    try:
+        await store.add(urls(4, 1), 0.0, NO_BUDGET)
+        assert (await store.lease(0.0, 30.0, 4)).leases
+        assert await store.fetchers() == [store._caller]
+        assert store._mine is None  # every shard its own
+    finally:
+        await store.aclose()
 
 
 async def test_discoveries_in_other_shards_are_fenced_with_the_lease(

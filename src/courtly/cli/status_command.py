@@ -53,6 +53,7 @@ def status(
 
         try:
             counts = await shared.counts(time.time())
+            fetchers = await shared.fetchers()
             last = await shared.get_blob("crawl", "last_run")
             conf = await shared.get_blob("crawl", "config")
         except RedisError as error:
@@ -66,6 +67,7 @@ def status(
             "last_run": json.loads(last) if last else None,
             "config": json.loads(conf) if conf else None,
             "running": counts.leased > 0,
+            "fetchers_live": len(fetchers),
         }
 
     async def read() -> dict[str, Any]:
@@ -134,6 +136,8 @@ def status_lines(data: dict[str, Any]) -> list[str]:
         lines = [f"crawl      {data['crawl_name']} in {data['store']}"]
         if data["running"]:
             lines.append(f"running    {f['leased']} requests in flight")
+        if "fetchers_live" in data:
+            lines.append(f"fetchers   {data['fetchers_live']} live (leased in the last 5 s)")
         lines += [
             f"queued     {f['queued']} URLs over {f['hosts_active']} active hosts",
             f"seen       {f['seen']} URLs; requests made {f['requests_made']}",

@@ -444,7 +444,7 @@ class RedisStore(RevisitSeam):
         started at it starts no earlier on the server's clock."""
         await self.open()
         started = time.monotonic()
-        if self._affinity_grace_ms > 0 and started - self._members_at >= MEMBER_REFRESH_S:
+        if started - self._members_at >= MEMBER_REFRESH_S:
             await self._heartbeat(leaving=False)
         ahead_s = max(0.0, ahead_s)
         cached = self._due_within(self._index_interval_s, started)
@@ -811,7 +811,7 @@ class RedisStore(RevisitSeam):
             await self._found.aclose()
             if self._opened:
                 await self._flush_index()
-                if self._mine is not None:  # its shards go to the others at once
+                if self._members_at > -math.inf:  # its shards go to the others at once
                     with contextlib.suppress(*_transient()[0]):
                         await self._heartbeat(leaving=True)
             if self._batcher is not None:
@@ -1051,21 +1051,34 @@ class RedisStore(RevisitSeam):
                 held[shard] = until
         return held
 
+    async def fetchers(self) -> list[str]:
+        """The ids of the crawl's live fetchers: the stores that leased in the last
+        :data:`~courtly.store.redis.affinity.MEMBER_LIFETIME_S` seconds and have not
+        closed (``courtly status``)."""
+        await self.open()
+        return await self._members("", leaving=False)
+
+    async def _members(self, member: str, *, leaving: bool) -> list[str]:
+        args = [member, round(MEMBER_LIFETIME_S * 1000.0), "1" if leaving else "0"]
+        async with self._gate(False):
+            raw = await self._run("members", [self._crawl_key + "members"], args)
+        return [_s(one) for one in raw]
+
     async def _heartbeat(self, *, leaving: bool) -> None:
-        """Renew (or end) this store's membership of the crawl's fetchers and learn which
-        shards it owns; an unreachable server leaves the last split as it was."""
+        """Renew (or end) this store's membership of the crawl's fetchers and, with
+        affinity, learn which shards it owns; an unreachable server leaves the last split
+        as it was."""
         self._members_at = time.monotonic()
-        args = [self._caller, round(MEMBER_LIFETIME_S * 1000.0), "1" if leaving else "0"]
         try:
-            async with self._gate(False):
-                raw = await self._run("members", [self._crawl_key + "members"], args)
+            members = await self._members(self._caller, leaving=leaving)
         except _transient()[0] as exc:
             log.debug("crawl %r: membership not renewed (%s)", self._crawl, exc)
             return
-        members = [_s(member) for member in raw]
-        shards = self._layout.shards
         others = [member for member in members if member != self._caller]
-        self._mine = owned_shards(self._caller, others, shards) if others else None
+        if self._affinity_grace_ms > 0 and others:
+            self._mine = owned_shards(self._caller, others, self._layout.shards)
+        else:
+            self._mine = None
 
     def _probe(self, shards: int) -> int | None:
         """The next shard to visit whatever the index says, once per probe interval."""
