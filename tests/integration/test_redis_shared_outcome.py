@@ -10,6 +10,7 @@ exits 5.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.redis_servers import (
@@ -37,10 +38,12 @@ def _site(url: str) -> Reply:
         return (200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /\n")
     if url.endswith("/robots.txt"):
         return 404
+    if url.startswith("http://busy.test/"):
+        return (429, {"Retry-After": "3600"}, b"")
     return (200, HTML, b"<html><body>a page</body></html>")
 
 
-async def _crawl(state: Path, crawl: str, seed: str) -> CrawlSnapshot:
+async def _crawl(state: Path, crawl: str, seed: str, **overrides: Any) -> CrawlSnapshot:
     config = CrawlConfig(
         state_dir=state,
         user_agent="mybot/1.0 (+https://example.org/bot)",
@@ -52,6 +55,7 @@ async def _crawl(state: Path, crawl: str, seed: str) -> CrawlSnapshot:
         follow_sitemaps=False,
         store=standalone_url(),
         crawl_name=crawl,
+        **overrides,
     )
     clock = SystemClock()
     return await Crawler(config, clock=clock, fetcher=MemoryFetcher(_site, clock)).run()
@@ -69,6 +73,10 @@ async def test_a_process_without_pages_of_its_own_ends_done_when_the_crawl_fetch
         assert second.pages == 0 and second.skipped  # it tried
         assert second.others_fetched and second.stop_reason == "done"
         assert exit_code_for(second) is ExitCode.DONE
+        # one stopped by --max-time while its only host holds it off: a limit, not 5
+        third = await _crawl(tmp_path / "d", shared, "http://busy.test/", max_time_s=1.0)
+        assert third.pages == 0 and third.statuses and third.stop_reason == "max_time"
+        assert third.others_fetched and exit_code_for(third) is ExitCode.LIMIT
         # the same seed in a crawl of its own: nothing fetched anywhere
         own = await _crawl(tmp_path / "c", alone, "http://shut.test/")
         assert own.pages == 0 and own.skipped and not own.others_fetched

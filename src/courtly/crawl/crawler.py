@@ -142,9 +142,9 @@ class Crawler:
             fconfig = dataclasses.replace(fconfig, politeness=politeness)
         self._store = store if store is not None else open_store(config, fconfig.queues)
         self._shared = is_shared(self._store)
-        self._fetched_said = False  # this process wrote the shared crawl's _FETCHED blob
-        self._others_fetched = False
         """Other processes share the store (Redis): they change it without a signal here."""
+        self._fetched_said = False  # this process wrote the shared crawl's _FETCHED blob
+        self._others_fetched = False  # ...and, ending with no page, found another's there
         # Every store leases ahead (Redis maps the server's times onto this clock); on a
         # shared one no further than half the min delay, so that a host this process
         # completes is seen due by the others before it leases it again.
@@ -322,6 +322,8 @@ class Crawler:
                 try:
                     await self._dispatcher(group)
                     await self._drain()
+                    with contextlib.suppress(Exception):  # a store gone: nothing known
+                        await self._look_for_others_pages()  # a stop by a limit or signal
                 finally:
                     self._ended = True
                     for task in helpers:
@@ -343,6 +345,13 @@ class Crawler:
                     self._progress.close(self._final or await self._safe_snapshot())
 
     _final: CrawlSnapshot | None = None
+
+    async def _look_for_others_pages(self) -> None:
+        """A process of a shared crawl that has no page of its own: did another process
+        of the crawl fetch some (its ``_FETCHED`` blob)? Then its zero pages are not the
+        crawl's, and it ends done, not "nothing fetched"."""
+        if self._shared and not self.stats.pages and not self._others_fetched:
+            self._others_fetched = await self._store.get_blob(*_FETCHED) is not None
 
     async def _safe_snapshot(self) -> CrawlSnapshot:
         counts = FrontierCounts(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
@@ -572,8 +581,7 @@ class Crawler:
                 counts = await self.frontier.counts()
                 if counts.queued == 0 and counts.leased == 0:
                     self._finished = True
-                    if self._shared and not self.stats.pages:
-                        self._others_fetched = await self._store.get_blob(*_FETCHED) is not None
+                    await self._look_for_others_pages()
                     pages = self.stats.pages or int(self._others_fetched)
                     reason, self._stop_detail = ending(pages, self.frontier.retired)
                     if self._stop_detail is not None:
