@@ -1,7 +1,8 @@
 """How one process of a shared (Redis) crawl ends when the others fetched the pages.
 
 A process that fetched no page of its own, in a crawl whose other processes fetched
-pages, ends "done" (exit 0), not "nothing fetched" (exit 5): with shard affinity a
+pages, ends "done" (exit 0, or 3 when a limit stopped it), not "nothing fetched"
+(exit 5): with shard affinity a
 process may own none of a small crawl's hosts, and its exit code says how the crawl
 went, not how many pages fell to it. A crawl of its own that fetches nothing still
 exits 5.
