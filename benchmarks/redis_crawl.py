@@ -22,7 +22,10 @@ Two modes, each printing one JSON object with ``--json``:
   master holding the most hosts' shards is SIGKILLed ``S`` seconds after the
   first page was archived, and ``failover_s`` is the time from the kill to the
   first request the sandbox logged to one of that master's hosts afterwards (and
-  ``resumed_any_s`` to any request that started after the kill). Then: the
+  ``resumed_any_s`` to any request that started after the kill; both count a request
+  from a lease taken just before the kill, so ``pause_at_kill_s`` gives, for the dead
+  master's hosts and for the others, the longest a host went without a request start
+  across the kill). Then: the
   violations before the kill, those on the hosts and addresses the dead master did
   not hold, the whole crawl's, whether anything is left queued or leased, and the
   pages served that the exported catalogue lacks (``lost``).
@@ -40,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import json
 import os
 import statistics
@@ -474,11 +478,40 @@ def cluster_run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         out["killed_master_ips"] = len(dead_ips)
         out["failover_s"] = round(dead_after[0], 2) if dead_after else None
         out["resumed_any_s"] = round(after[0], 2) if after else None
+        dead = {r.host.partition(":")[0] for r in mine} & dead_hosts
+        out["pause_at_kill_s"] = {
+            "dead_hosts": pause_across(mine, dead, killed_at),
+            "spared_hosts": pause_across(
+                mine, {r.host.partition(":")[0] for r in mine} - dead_hosts, killed_at
+            ),
+        }
         out["before_kill"] = audited([r for r in mine if r.end_at < killed_at])
         out["spared"] = audited(
             [r for r in mine if r.host.partition(":")[0] not in dead_hosts and r.ip not in dead_ips]
         )
     return out
+
+
+def pause_across(
+    records: list[RequestRecord], hosts: set[str], at: float, within_s: float = 15.0
+) -> float | None:
+    """The longest a host of ``hosts`` went without a request start just after ``at``
+    (the kill): per host, the largest gap between two consecutive request starts that
+    ends after ``at`` and begins before ``at + within_s``; the largest over the hosts,
+    seconds (``None``: no such gap). Unlike ``failover_s``, a request that starts just
+    after the kill from a lease taken before it does not hide the pause that follows."""
+    starts: dict[str, list[float]] = {}
+    for r in records:
+        host = r.host.partition(":")[0]
+        if host in hosts:
+            starts.setdefault(host, []).append(r.start_at)
+    pauses = [
+        b - a
+        for times in starts.values()
+        for a, b in itertools.pairwise(sorted(times))
+        if b > at and a < at + within_s
+    ]
+    return round(max(pauses), 2) if pauses else None
 
 
 def main(argv: list[str] | None = None) -> int:
