@@ -191,6 +191,10 @@ def test_corrected_irregular_rate_is_never_zero_nor_infinite() -> None:
 def test_corrected_irregular_rate_falls_as_quiet_time_grows(
     changed: list[float], unchanged: float, quiet: int, extra: float
 ) -> None:
+    # each of the ``quiet`` unchanged intervals is at least 60 s, like the changed ones: a
+    # visit never follows another at once (``unchanged`` 0 s over one visit, a zero time
+    # scale, is no page's history; the estimate falls back to the default scale there)
+    unchanged += 60.0 * quiet
     before = corrected_irregular_rate(changed, unchanged, quiet)
     assert corrected_irregular_rate(changed, unchanged + extra, quiet) <= before * (1 + 1e-9)
 
