@@ -15,6 +15,7 @@ bridge, used by :mod:`courtly.crawl.robots_gate` and
 from __future__ import annotations
 
 import logging
+import math
 from typing import Final
 
 from courtly.clock import Clock
@@ -24,7 +25,13 @@ from courtly.frontier.politeness import PolitenessConfig, politeness_delay_s
 from courtly.frontier.records import Outcome, OutcomeKind
 from courtly.robots import Authority, RobotsCache, RobotsDecision, robots_url_for
 from courtly.robots.fetch import RobotsFetchOutcome
-from courtly.robots.persist import outcome_from_bytes, outcome_to_bytes
+from courtly.robots.persist import (
+    FailureRecord,
+    failure_from_bytes,
+    failure_to_bytes,
+    outcome_from_bytes,
+    outcome_to_bytes,
+)
 from courtly.store.base import FrontierStore
 
 __all__ = ["ROBOTS_NAMESPACE", "PacedFetcher", "StoredRobots", "robots_outcome"]
@@ -33,6 +40,8 @@ log = logging.getLogger("courtly.robots")
 
 ROBOTS_NAMESPACE: Final = "robots"
 """The blob namespace of stored robots.txt copies, keyed by robots.txt URL."""
+_FAILED: Final = " failed"
+"""Appended to a robots.txt URL: the blob of its failed fetches (a URL has no space)."""
 
 
 class PacedFetcher:
@@ -140,20 +149,37 @@ class StoredRobots:
         """Cache the outcome of a fetch of ``authority``'s robots.txt and store the copy
         (for a resume, and for the other processes of a shared crawl)."""
         decision = self.cache.store(authority, fetched, now_at)
+        url = robots_url_for(authority)
         saved = outcome_to_bytes(fetched, now_at)
         if saved is not None:
-            await store.put_blob(ROBOTS_NAMESPACE, robots_url_for(authority), saved)
+            await store.put_blob(ROBOTS_NAMESPACE, url, saved)
+        elif (failing := self.cache.failure(authority)) is not None:
+            failures, since = failing
+            record = FailureRecord(failures, since, decision.valid_until_at, now_at)
+            await store.put_blob(ROBOTS_NAMESPACE, url + _FAILED, failure_to_bytes(record))
         return decision
 
     async def _restore(self, store: FrontierStore, authority: Authority) -> RobotsDecision | None:
+        """The stored copy and the stored failures (another process's, or an earlier
+        run's) into the cache; a failure record older than the copy is out of date."""
         self._restored.add(authority)
-        data = await store.get_blob(ROBOTS_NAMESPACE, robots_url_for(authority))
-        if not data:
-            return None
+        url = robots_url_for(authority)
+        data, failed = await store.get_blobs(ROBOTS_NAMESPACE, [url, url + _FAILED])
+        fetched_at = -math.inf
         try:
-            fetched, fetched_at = outcome_from_bytes(data)
+            if data:
+                fetched, fetched_at = outcome_from_bytes(data)
+                self.cache.store(authority, fetched, fetched_at)
+            if failed:
+                record = failure_from_bytes(failed)
+                if record.decided_at > fetched_at:
+                    self.cache.restore_failure(
+                        authority,
+                        failures=record.failures,
+                        outage_since_at=record.outage_since_at,
+                        retry_at=record.retry_at,
+                        decided_at=record.decided_at,
+                    )
         except StateError as error:
             log.warning("%s", error)
-            return None
-        self.cache.store(authority, fetched, fetched_at)
         return self.cache.lookup(authority, self._clock.now())

@@ -153,22 +153,62 @@ class RobotsCache:
             asked_s = outcome.retry_after_s(now_at)
             if asked_s is not None:
                 delay_s = max(delay_s, min(asked_s, self.retry_max_s))
-            good_rules = previous.good_rules if previous is not None else None
-            good_fetched_at = previous.good_fetched_at if previous is not None else None
-            valid_until_at = now_at + delay_s
-            if good_rules is not None:
-                decision = RobotsDecision(
-                    "stale", good_rules, now_at, valid_until_at, good_fetched_at
-                )
-            elif now_at - outage_since_at >= self.outage_allow_after_s:
-                decision = RobotsDecision("outage", self._allow_all, now_at, valid_until_at, None)
-            else:
-                decision = RobotsDecision(
-                    "unreachable", self._disallow_all, now_at, valid_until_at, None
-                )
-            entry = _Entry(decision, good_rules, good_fetched_at, outage_since_at, failures)
+            entry = self._failing(previous, failures, outage_since_at, now_at, now_at + delay_s)
+            decision = entry.decision
         self._entries[authority] = entry
         return decision
+
+    def failure(self, authority: Authority) -> tuple[int, float] | None:
+        """``(failures, outage_since_at)`` while ``authority``'s robots.txt is unreachable
+        (the decision's ``valid_until_at`` is when to try again); else ``None``."""
+        entry = self._entries.get(authority)
+        if entry is None or entry.outage_since_at is None:
+            return None
+        return entry.failures, entry.outage_since_at
+
+    def restore_failure(
+        self,
+        authority: Authority,
+        *,
+        failures: int,
+        outage_since_at: float,
+        retry_at: float,
+        decided_at: float,
+    ) -> None:
+        """Take in a record of failed fetches of ``authority``'s robots.txt made elsewhere
+        (another process of a shared crawl, or an earlier run): their count, when the
+        outage began and when to try again, as :meth:`failure` gives them. Ignored if what
+        this cache holds was decided at or after ``decided_at``; a good copy it holds is
+        kept (obeyed as ``stale``), and the next failure here counts on from ``failures``."""
+        previous = self._entries.get(authority)
+        if previous is not None and previous.decision.decided_at >= decided_at:
+            return
+        self._entries[authority] = self._failing(
+            previous, max(1, failures), outage_since_at, decided_at, retry_at
+        )
+
+    def _failing(
+        self,
+        previous: _Entry | None,
+        failures: int,
+        outage_since_at: float,
+        now_at: float,
+        valid_until_at: float,
+    ) -> _Entry:
+        """The entry of an unreachable robots.txt: the last good copy if there is one
+        (``stale``), allow-all once the outage is long enough (``outage``), else
+        disallow-all (``unreachable``), until ``valid_until_at``."""
+        good_rules = previous.good_rules if previous is not None else None
+        good_fetched_at = previous.good_fetched_at if previous is not None else None
+        if good_rules is not None:
+            decision = RobotsDecision("stale", good_rules, now_at, valid_until_at, good_fetched_at)
+        elif now_at - outage_since_at >= self.outage_allow_after_s:
+            decision = RobotsDecision("outage", self._allow_all, now_at, valid_until_at, None)
+        else:
+            decision = RobotsDecision(
+                "unreachable", self._disallow_all, now_at, valid_until_at, None
+            )
+        return _Entry(decision, good_rules, good_fetched_at, outage_since_at, failures)
 
     def forget(self, authority: Authority) -> None:
         """Drop everything known about ``authority`` (no error if unknown)."""

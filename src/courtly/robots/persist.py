@@ -1,21 +1,30 @@
 """robots.txt outcomes as bytes, so a resumed crawl keeps its robots cache.
 
-Only ``ok`` and ``unavailable`` outcomes are worth keeping (an unreachable
-server is retried anyway). The body is stored as fetched (at most the parse
-limit) and parsed again on load: rules are cheap to compile and the stored form
-stays independent of the matcher's internals.
+Only ``ok`` and ``unavailable`` outcomes are kept as outcomes; an unreachable
+server's failures are kept apart, as a :class:`FailureRecord` (how many, since when,
+when to try again), so that every process of a shared crawl and a resumed run keep to
+one retry schedule without losing the last good copy. The body is stored as fetched
+(at most the parse limit) and parsed again on load: rules are cheap to compile and the
+stored form stays independent of the matcher's internals.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+from dataclasses import dataclass
 
 from courtly.errors import StateError
 from courtly.robots.fetch import RobotsFetchOutcome
 from courtly.robots.parse import PARSE_LIMIT_BYTES, parse
 
-__all__ = ["outcome_from_bytes", "outcome_to_bytes"]
+__all__ = [
+    "FailureRecord",
+    "failure_from_bytes",
+    "failure_to_bytes",
+    "outcome_from_bytes",
+    "outcome_to_bytes",
+]
 
 _VERSION = 1
 
@@ -56,3 +65,45 @@ def outcome_from_bytes(data: bytes) -> tuple[RobotsFetchOutcome, float]:
         return outcome, float(record["fetched_at"])
     except (ValueError, KeyError, TypeError) as error:
         raise StateError(f"a stored robots.txt entry is unreadable: {error}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class FailureRecord:
+    """Consecutive failed fetches of one robots.txt: ``failures`` of them, the outage
+    begun at ``outage_since_at``, the next try due at ``retry_at``, decided at
+    ``decided_at`` (epoch seconds)."""
+
+    failures: int
+    outage_since_at: float
+    retry_at: float
+    decided_at: float
+
+
+def failure_to_bytes(record: FailureRecord) -> bytes:
+    """``record`` as JSON bytes."""
+    return json.dumps(
+        {
+            "v": _VERSION,
+            "failures": record.failures,
+            "outage_since_at": record.outage_since_at,
+            "retry_at": record.retry_at,
+            "decided_at": record.decided_at,
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
+def failure_from_bytes(data: bytes) -> FailureRecord:
+    """Rebuild a :class:`FailureRecord`; :class:`StateError` on anything unreadable."""
+    try:
+        raw = json.loads(data)
+        if raw.get("v") != _VERSION:
+            raise ValueError("unknown version")
+        return FailureRecord(
+            int(raw["failures"]),
+            float(raw["outage_since_at"]),
+            float(raw["retry_at"]),
+            float(raw["decided_at"]),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise StateError(f"a stored robots.txt failure record is unreadable: {error}") from None
