@@ -13,7 +13,7 @@ import itertools
 import math
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -107,11 +107,16 @@ async def drain(stores: list[RedisStore], now: float) -> list[Lease]:
                 return served
             continue
         for store, batch in zip(stores, batches, strict=True):
-            for lease in batch.leases:
-                served.append(lease)
-                state = replace(lease.host, next_allowed_at=0.0)
-                assert await store.complete(lease, state, (), now, NO_BUDGET) == []
+            served.extend(await complete_all(store, batch.leases, now))
     raise AssertionError("the crawl did not drain")
+
+
+async def complete_all(store: RedisStore, leases: Sequence[Lease], now: float) -> list[Lease]:
+    """Complete each of ``leases`` with nothing found (the host free again at once)."""
+    for lease in leases:
+        state = replace(lease.host, next_allowed_at=0.0)
+        assert await store.complete(lease, state, (), now, NO_BUDGET) == []
+    return list(leases)
 
 
 async def test_the_server_clock_drives_delays_and_expiry(crawl: tuple[str, str]) -> None:
@@ -310,10 +315,7 @@ async def _lease_all(store: RedisStore, now: float) -> list[Lease]:
     while empty < 3:
         leases = (await store.lease(now, 30.0, 16)).leases
         empty = 0 if leases else empty + 1
-        for lease in leases:
-            got.append(lease)
-            state = replace(lease.host, next_allowed_at=0.0)
-            assert await store.complete(lease, state, (), now, NO_BUDGET) == []
+        got.extend(await complete_all(store, leases, now))
     return got
 
 

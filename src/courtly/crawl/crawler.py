@@ -322,8 +322,9 @@ class Crawler:
                 try:
                     await self._dispatcher(group)
                     await self._drain()
-                    with contextlib.suppress(Exception):  # a store gone: nothing known
-                        await self._look_for_others_pages()  # a stop by a limit or signal
+                    if not self._finished:  # a stop by a limit or signal (the end looked)
+                        with contextlib.suppress(Exception):  # a store gone: nothing known
+                            await self._look_for_others_pages()
                 finally:
                     self._ended = True
                     for task in helpers:

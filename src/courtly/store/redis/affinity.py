@@ -7,9 +7,9 @@ outlives its keep-alive timeout, and the host gets a new connection (a connect o
 sides) where a single process would have reused one. Measured on the wide web of 2,000
 hosts (docs/distributed.md, *Shard affinity*).
 
-With affinity, every fetcher that leases registers in the crawl's member set (the
-``members`` script: the server's ``TIME`` stamps each heartbeat; a member silent for
-``lifetime`` is dropped), and each shard has one owner among the live members, by
+Every fetcher that leases, with affinity or without, registers in the crawl's member set
+(the ``members`` script: the server's ``TIME`` stamps each heartbeat; a member silent for
+``lifetime`` is dropped). With affinity each shard has one owner among the live members, by
 rendezvous hashing (the member with the highest ``xxh3(member, shard)``): members
 that come and go move only their own share of shards. A fetcher leases its own shards
 as soon as they are due and another's only once that shard's best host has been due
@@ -38,7 +38,7 @@ MEMBER_LIFETIME_S: Final = 5.0
 def owned_shards(me: str, members: Iterable[str], shards: int) -> frozenset[int]:
     """The shards ``me`` owns among ``members`` (``me`` counts whether listed or not):
     each shard goes to the member with the highest xxh3-64 of ``"<member>/<shard>"``,
-    ties to the smaller member id. Every fetcher computes the same split from the same
+    ties to the larger member id. Every fetcher computes the same split from the same
     member set."""
     everyone = sorted({me, *members})
     if len(everyone) == 1:
