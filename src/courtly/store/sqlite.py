@@ -10,12 +10,14 @@ of queued URLs:
   RAM only the per-level counts (the selector draws a level, as
   :class:`~courtly.frontier.front.FrontQueues` does) and a small read-ahead
   buffer of each level's head rows;
-* **back queues**: rows of the ``back`` table ordered by ``(host_key, rank,
-  seq)`` (index ``back_order``); in RAM only, per held host (active or
-  inactive), its row count and next sequence number. A leased URL keeps its row
-  until ``complete`` deletes it (by its ``seq``), so ``release``, expiry and a
-  crash all leave it exactly where it was: at the head of its rank; a promotion
-  is one ``UPDATE`` of the URL's rank and ``seq`` among its host's rows;
+* **back queues**: rows of the ``back`` table keyed and ordered by ``(host_key,
+  rank, seq)`` (schema 10); in RAM only, per held host (active or inactive), its
+  row count and next sequence number. A leased URL keeps its row until
+  ``complete`` deletes it (by its key, which the row's handle packs:
+  :func:`_handle`), so ``release``, expiry and a crash all leave it exactly where
+  it was: at the head of its rank; a promotion is one ``UPDATE`` of the URL's
+  rank and ``seq`` among its host's rows, found through the covering index
+  ``back_url``;
 * **ready and wake heaps**, **leases**: in RAM only (the scheduler's);
 * **hosts**: a write-back cache of the ``hosts`` table (politeness state and
   queued-URL count per host), bounded by ``host_cache_size`` clean entries
@@ -101,6 +103,21 @@ _TOKEN_BLOCK: Final = 100_000
 """Fencing tokens reserved per committed ceiling."""
 _FRONT_READ_AHEAD: Final = 256
 """Head rows of one front-queue level read per query."""
+_SEQ_BITS: Final = 40
+"""A back-queue row's handle is ``rank << _SEQ_BITS | seq`` (:func:`_handle`): a host's
+``seq`` counts its appends and promotions, far below 2**40."""
+
+
+def _handle(rank: int, seq: int) -> int:
+    """The handle of the back-queue row keyed ``(host, rank, seq)``: both parts in one int."""
+    return rank << _SEQ_BITS | seq
+
+
+def _key_of(handle: int) -> tuple[int, int]:
+    """``(rank, seq)`` of the row ``handle`` names (:func:`_handle` undone)."""
+    return handle >> _SEQ_BITS, handle & ((1 << _SEQ_BITS) - 1)
+
+
 _CATALOGUE_PAGE: Final = 512
 _U64: Final = 1 << 64
 _I64_MAX: Final = (1 << 63) - 1
@@ -301,21 +318,21 @@ class _SqliteRows:
         if self._back_inserts:
             self.write_pending()
         row = self._db.execute(
-            "SELECT depth, url, attempts, seq FROM back WHERE host_key = ? "
+            "SELECT depth, url, attempts, rank, seq FROM back WHERE host_key = ? "
             "ORDER BY rank, seq LIMIT 1",
             (host_key,),
         ).fetchone()
         if row is None:
             raise sqlite3.DatabaseError(f"back queue of {host_key} lost its head row")
-        return int(row[0]), str(row[1]), int(row[2]), int(row[3])
+        return int(row[0]), str(row[1]), int(row[2]), _handle(int(row[3]), int(row[4]))
 
     def back_retry(self, host_key: str, handle: int) -> None:
         if self._back_inserts:
             self.write_pending()
         self._begin(1)
         self._db.execute(
-            "UPDATE back SET attempts = attempts + 1 WHERE host_key = ? AND seq = ?",
-            (host_key, handle),
+            "UPDATE back SET attempts = attempts + 1 WHERE host_key = ? AND rank = ? AND seq = ?",
+            (host_key, *_key_of(handle)),
         )
 
     def back_pop(self, host_key: str, handle: int) -> None:
@@ -323,7 +340,10 @@ class _SqliteRows:
             self.write_pending()
         span = self.back[host_key]
         self._begin(1)
-        self._db.execute("DELETE FROM back WHERE host_key = ? AND seq = ?", (host_key, handle))
+        self._db.execute(
+            "DELETE FROM back WHERE host_key = ? AND rank = ? AND seq = ?",
+            (host_key, *_key_of(handle)),
+        )
         span[0] -= 1
         if span[0] == 0:
             del self.back[host_key]
@@ -334,17 +354,18 @@ class _SqliteRows:
             return None
         if self._back_inserts:
             self.write_pending()
+        pinned_seq = -1 if pinned is None else _key_of(pinned)[1]  # seq is unique in a host
         found = self._db.execute(
             "SELECT rank, seq FROM back INDEXED BY back_url"
             " WHERE host_key = ? AND url = ? AND rank > ? AND seq != ? ORDER BY rank, seq LIMIT 1",
-            (host_key, url, rank, -1 if pinned is None else pinned),
+            (host_key, url, rank, pinned_seq),
         ).fetchone()
         if found is None:
             return None
         self._begin(1)
         self._db.execute(
-            "UPDATE back SET rank = ?, seq = ? WHERE host_key = ? AND seq = ?",
-            (rank, span[1], host_key, found[1]),
+            "UPDATE back SET rank = ?, seq = ? WHERE host_key = ? AND rank = ? AND seq = ?",
+            (rank, span[1], host_key, found[0], found[1]),
         )
         span[1] += 1
         return int(found[0])
@@ -933,7 +954,7 @@ class SqliteStore:
             add(url)
             rows.seen_tail += 1
 
-        # one pass over the back_order index: rows per rank and last seq per host
+        # one pass over back's key: rows per rank and last seq per host
         ranks: dict[str, list[int]] = {}
         last_seq: dict[str, int] = {}
         for host, rank, length, last in db.execute(

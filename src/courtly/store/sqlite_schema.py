@@ -19,7 +19,8 @@ Tables (version 1; version 2 adds ``catalogue.fail_reason``, version 3
 ``back.attempts``, version 4 ``hosts.delay_source`` and ``hosts.last_status``,
 version 5 ``back.rank`` and the ``back_order`` index, version 6 the ``revisit`` table
 and its ``revisit_due`` index, version 7 the ``back_url`` index, version 8
-``revisit.judged_at``, version 9 ``hosts.leased``):
+``revisit.judged_at``, version 9 ``hosts.leased``, version 10 keys ``back`` by
+``(host_key, rank, seq)`` and drops ``back_order``):
 
 ``meta``       key/value: counters, the token ceiling, the Bloom checkpoint;
 ``front``      front queues, ``(level, id)`` ordered: FIFO per level;
@@ -55,7 +56,7 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 9
+SCHEMA_VERSION: Final = 10
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -114,6 +115,26 @@ def _v8_to_v9(conn: sqlite3.Connection) -> None:
     conn.execute("ALTER TABLE hosts ADD COLUMN leased INTEGER NOT NULL DEFAULT 0")
 
 
+def _v9_to_v10(conn: sqlite3.Connection) -> None:
+    """Version 10: ``back`` is keyed by ``(host_key, rank, seq)``, the order a host's queue
+    is served in, so the ``back_order`` index (the same columns) goes: each back-queue
+    row is one b-tree entry less to write, and ``back_url`` covers a promotion's lookup.
+    The rows are copied as they are (``(host_key, seq)`` was unique, so the new key is)."""
+    conn.execute(
+        "CREATE TABLE back_v10 ("
+        " host_key TEXT NOT NULL, rank INTEGER NOT NULL, seq INTEGER NOT NULL,"
+        " depth INTEGER NOT NULL, url TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,"
+        " PRIMARY KEY (host_key, rank, seq)) WITHOUT ROWID"
+    )
+    conn.execute(
+        "INSERT INTO back_v10 (host_key, rank, seq, depth, url, attempts)"
+        " SELECT host_key, rank, seq, depth, url, attempts FROM back"
+    )
+    conn.execute("DROP TABLE back")  # and its indexes, back_order and back_url
+    conn.execute("ALTER TABLE back_v10 RENAME TO back")
+    conn.execute("CREATE INDEX back_url ON back (host_key, url)")
+
+
 MIGRATIONS: Final[Mapping[int, Migration]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
@@ -123,6 +144,7 @@ MIGRATIONS: Final[Mapping[int, Migration]] = {
     6: _v6_to_v7,
     7: _v7_to_v8,
     8: _v8_to_v9,
+    9: _v9_to_v10,
 }
 """``from_version -> migration`` to ``from_version + 1``."""
 

@@ -160,7 +160,7 @@ async def test_a_version_1_file_gains_the_fail_reason_column(tmp_path: Path) -> 
     await store.aclose()
     assert [e.fail_reason for e in entries] == [None, "http_503"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     conn.close()
 
 
@@ -303,7 +303,7 @@ async def test_a_version_7_file_gains_judged_at_from_its_last_fetch(tmp_path: Pa
     assert batch.queued == ("http://a.test/p",)
     await store.aclose()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
     conn.close()
 
 
@@ -331,4 +331,60 @@ async def test_a_version_8_file_gains_leased_and_resumes_with_the_guard_only(
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT leased FROM hosts").fetchall() == [(1,)]  # leased at close
+    conn.close()
+
+
+async def test_a_version_9_file_is_keyed_by_rank_and_keeps_its_queues(tmp_path: Path) -> None:
+    """Version 10 keys ``back`` by ``(host_key, rank, seq)`` and drops ``back_order``: the
+    rows are copied as they were, served in the same order (rank, then arrival), a
+    failed attempt's count is kept, and a promotion and a completion find their rows by
+    the new key."""
+    path = tmp_path / "frontier.db"
+    conn = open_database(path, version=9)
+    conn.executemany(
+        "INSERT INTO back (host_key, seq, depth, url, rank, attempts) VALUES (?, ?, 1, ?, ?, ?)",
+        [
+            ("a.test", 0, "http://a.test/late", 3, 0),
+            ("a.test", 1, "http://a.test/first", 1, 2),
+            ("a.test", 2, "http://a.test/second", 2, 0),
+            ("b.test", 0, "http://b.test/only", 2, 0),
+        ],
+    )
+    conn.executemany(
+        "INSERT INTO hosts VALUES (?, 0, 0, 0, 0, 0, 0, 0, NULL, NULL, ?, NULL, NULL, 0)",
+        [("a.test", 3), ("b.test", 1)],
+    )
+    conn.execute("INSERT INTO meta (key, value) VALUES ('levels', 4)")
+    conn.close()
+
+    await SqliteStore(path, QueueConfig(levels=4)).aclose()  # migrated at open
+    conn = sqlite3.connect(path)
+    indexes = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    key = [row[2] for row in conn.execute("PRAGMA index_info('sqlite_autoindex_back_1')")]
+    conn.close()
+    assert "back_order" not in indexes and "back_url" in indexes
+    assert key == ["host_key", "rank", "seq"]
+
+    store = SqliteStore(path, QueueConfig(levels=4))
+    first = (await store.lease(1_000.0, 30.0, 2)).leases
+    by_host = {lease.host_key: lease for lease in first}
+    assert (by_host["a.test"].url, by_host["a.test"].attempts) == ("http://a.test/first", 2)
+    assert by_host["b.test"].url == "http://b.test/only"
+    # the last URL of a.test's queue (rank 3) moves to rank 1, ahead of /second (rank 2)
+    assert await store.promote([QueuedUrl("http://a.test/late", "a.test", 0)], 1_000.0) == [True]
+    done = by_host["a.test"]
+    await store.complete(done, HostState("a.test", 1_001.0), (), 1_000.5, BudgetConfig())
+    await store.aclose()
+
+    store = SqliteStore(path, QueueConfig(levels=4))
+    served = []
+    for at in (2_000.0, 3_000.0):
+        lease = next(x for x in (await store.lease(at, 30.0, 2)).leases if x.host_key == "a.test")
+        served.append(lease.url)
+        await store.complete(lease, HostState("a.test", at + 1), (), at, BudgetConfig())
+    await store.aclose()
+    assert served == ["http://a.test/late", "http://a.test/second"]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
+    assert conn.execute("SELECT count(*) FROM back WHERE host_key = 'a.test'").fetchone() == (0,)
     conn.close()
