@@ -155,3 +155,17 @@ def test_an_unused_repeatable_flag_keeps_the_config_files_value(tmp_path: Path) 
     assert unused.keep_params == ("gclid",)
     assert given.keep_params == ("fbclid",)  # a flag wins over the file
     assert build_config((), path, None, (), (), False, flags | {"keep_params": ()}).keep_params
+
+
+def test_a_store_password_never_reaches_the_stored_configuration() -> None:
+    """The identity is stored (the crawl's config blob), logged on a change and shown by
+    ``courtly status``: the store URL's password is masked in it, nothing else changes."""
+    base = CrawlConfig(
+        seeds=("http://a.test/",), state_dir=Path("s"), user_agent="t/1 (+https://t.test/bot)"
+    )
+    config = base.with_overrides(store="redis://app:s3cret@127.0.0.1:6379/2", crawl_name="c")
+    identity = config.identity()
+    assert identity["store"] == "redis://app:***@127.0.0.1:6379/2"
+    assert "s3cret" not in repr(identity)
+    assert config.store == "redis://app:s3cret@127.0.0.1:6379/2"  # the crawl still connects
+    assert base.identity()["store"] == "sqlite"

@@ -25,6 +25,7 @@ from courtly.frontier.records import FrontierCounts
 from courtly.observe.status_file import status_config
 from courtly.parallel import merge_counts, merge_last_runs, state_dirs
 from courtly.state_dir import STATE_FILE
+from courtly.store.redis.address import shown
 
 __all__ = ["status", "status_lines"]
 
@@ -51,17 +52,19 @@ def status(
     async def read_shared() -> dict[str, Any]:
         from redis.exceptions import RedisError
 
+        assert store is not None  # a shared crawl is named by its store
+
         try:
             counts = await shared.counts(time.time())
             fetchers = await shared.fetchers()
             last = await shared.get_blob("crawl", "last_run")
             conf = await shared.get_blob("crawl", "config")
         except RedisError as error:
-            raise click.ClickException(f"{store}: {error}") from None
+            raise click.ClickException(f"{shown(store)}: {error}") from None
         finally:
             await shared.aclose()
         return {
-            "store": store,
+            "store": shown(store),
             "crawl_name": crawl_name,
             "frontier": {k: getattr(counts, k) for k in counts.__dataclass_fields__},
             "last_run": json.loads(last) if last else None,

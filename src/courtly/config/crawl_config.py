@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 from courtly.config.inputs import check_seeds, check_user_agent
 from courtly.config.settings import check_setting, checked_settings, flag_name
 from courtly.errors import ConfigError
-from courtly.store.redis.address import is_redis_url
+from courtly.store.redis.address import is_redis_url, shown
 from courtly.url.params import DEFAULT_PARAMS, ParamPolicy
 
 __all__ = ["DEFAULT_BACK_QUEUES", "CrawlConfig", "ScopeMode", "StoreKind"]
@@ -192,6 +192,8 @@ class CrawlConfig:
             if spec.name in skip:
                 continue
             value = getattr(self, spec.name)
+            if spec.name == "store" and isinstance(value, str):
+                value = shown(value)  # stored, logged and shown: never a password
             out[spec.name] = str(value) if isinstance(value, Path) else value
             if isinstance(value, tuple):
                 out[spec.name] = list(value)

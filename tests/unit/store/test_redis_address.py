@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from courtly.store.redis.address import connect, replica_options, store_options
+from courtly.store.redis.address import connect, replica_options, shown, store_options
 
 
 def test_wait_asks_for_replica_acks_with_a_bound() -> None:
@@ -49,3 +49,27 @@ def test_affinity_sets_the_grace_before_another_fetchers_shard_is_leased() -> No
     for bad in ("redis://h:1?affinity=x", "redis://h:1?affinity=-1", "redis://h:1?affinity=inf"):
         with pytest.raises(ValueError):
             store_options(bad)
+
+
+@pytest.mark.parametrize(
+    ("url", "printed"),
+    [
+        ("redis://127.0.0.1:6379/0", "redis://127.0.0.1:6379/0"),
+        ("redis://:s3cret@127.0.0.1:6379/0", "redis://:***@127.0.0.1:6379/0"),
+        ("rediss://app:s3cret@cache.test:6380", "rediss://app:***@cache.test:6380"),
+        ("redis://app@127.0.0.1", "redis://app@127.0.0.1"),
+        ("redis://:p@ss:word@127.0.0.1", "redis://:***@127.0.0.1"),
+        (
+            "redis+cluster://u:pw@10.0.0.1:7000,10.0.0.2:7000?wait=1",
+            "redis+cluster://u:***@10.0.0.1:7000,10.0.0.2:7000?wait=1",
+        ),
+        (
+            "redis://127.0.0.1?password=s3cret&affinity=2",
+            "redis://127.0.0.1?password=***&affinity=2",
+        ),
+        ("not a url", "not a url"),
+    ],
+)
+def test_a_printed_store_url_never_shows_a_password(url: str, printed: str) -> None:
+    assert shown(url) == printed
+    assert "s3cret" not in shown(url) and "pw@" not in shown(url)

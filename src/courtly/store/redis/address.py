@@ -16,12 +16,22 @@ def is_redis_url(value: str) -> bool:
 
 
 def shown(url: str) -> str:
-    """``url`` as it may be printed: a password in it replaced by ``***``."""
+    """``url`` as it may be printed, logged or stored: a password in it (``user:PASS@``
+    or a ``password=`` query parameter, both of which the Redis client reads) replaced
+    by ``***``. Anything else is returned as it is."""
     scheme, sep, rest = url.partition("://")
-    userinfo, at, hosts = rest.partition("@")
-    if not sep or not at or ":" not in userinfo:
+    if not sep:
         return url
-    return f"{scheme}://{userinfo.partition(':')[0]}:***@{hosts}"
+    base, qsep, query = rest.partition("?")
+    userinfo, at, hosts = base.rpartition("@")
+    if at and ":" in userinfo:
+        base = f"{userinfo.partition(':')[0]}:***@{hosts}"
+    if qsep:
+        query = "&".join(
+            f"{part.partition('=')[0]}=***" if part.partition("=")[0] == "password" else part
+            for part in query.split("&")
+        )
+    return f"{scheme}://{base}{qsep}{query}"
 
 
 _OURS = ("wait", "wait_ms", "affinity")
