@@ -67,6 +67,7 @@ from courtly.store.base import (
     QueuedCounts,
     lease_ahead_s,
 )
+from courtly.store.redis.address import shown
 from courtly.url import Scope, canonicalize
 
 if TYPE_CHECKING:
@@ -370,10 +371,13 @@ class Crawler:
                 raise StateError("the stored crawl configuration is unreadable") from None
             stored_seeds = list(old.get("seeds", []))
             for key, value in identity.items():
-                if key == "seeds":
+                if key == "seeds" or key not in old:
                     continue
-                if key in old and old[key] != value:
-                    self.config_changes.append(f"{key}: {old[key]!r} -> {value!r}")
+                before = old[key]
+                if key == "store" and isinstance(before, str):
+                    before = shown(before)  # stored unmasked by an older courtly
+                if before != value:
+                    self.config_changes.append(f"{key}: {before!r} -> {value!r}")
             for change in self.config_changes:
                 log.warning("resuming with a changed configuration: %s", change)
         seeds = list(dict.fromkeys([*self._crawlable(stored_seeds), *self.config.seeds]))
