@@ -18,6 +18,11 @@ does. ``--once`` stops at the end of the list instead (``exhausted`` says it did
 the time: the ceiling is then a bound). The server's request log is
 the measure, and this prints one JSON line of its own counts.
 
+``--work DIR`` adds the least work an archiving crawler does for each page
+(``page_work.py``: its links parsed and joined, a WARC response and request record,
+SQLite rows committed every 0.2 s, in ``DIR``): the floor under any such crawler's
+CPU a page on this machine (``compare_scrapy.py``'s crawler ``floor``).
+
     python benchmarks/bare_loop.py --urls U --hosts-file H --user-agent UA --seconds 60
 """
 
@@ -33,6 +38,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from page_work import PageWork
 
 #: Requests in flight per process.
 CONCURRENCY = 128
@@ -56,6 +63,7 @@ async def _fetch_all(
     concurrency: int,
     deadline: float,
     once: bool = False,
+    work: PageWork | None = None,
 ) -> dict[str, int]:
     import aiohttp
     from aiohttp.abc import AbstractResolver, ResolveResult
@@ -111,6 +119,8 @@ async def _fetch_all(
                         body = await response.read()
                         counts["bytes"] += len(body)
                         counts["ok" if response.status == 200 else "failed"] += 1
+                        if work is not None:
+                            work.page(url, response.status, _http_head(response), body)
                 except (aiohttp.ClientError, OSError, TimeoutError):
                     counts["failed"] += 1
 
@@ -118,6 +128,13 @@ async def _fetch_all(
             for _ in range(concurrency):
                 group.create_task(worker())
     return counts
+
+
+def _http_head(response: Any) -> bytes:
+    """The status line and header block of ``response``, as they came."""
+    lines = [f"HTTP/1.1 {response.status} {response.reason}".encode()]
+    lines += [name + b": " + value for name, value in response.raw_headers]
+    return b"\r\n".join(lines) + b"\r\n\r\n"
 
 
 def _child(
@@ -128,11 +145,17 @@ def _child(
     deadline_in_s: float,
     once: bool,
     out: Any,
+    work_dir: Path | None = None,
+    index: int = 0,
 ) -> None:
     import uvloop
 
+    work = None if work_dir is None else PageWork(work_dir, f"p{index}")
     deadline = time.monotonic() + deadline_in_s
-    counts = uvloop.run(_fetch_all(urls, table, user_agent, concurrency, deadline, once))
+    counts = uvloop.run(_fetch_all(urls, table, user_agent, concurrency, deadline, once, work))
+    if work is not None:
+        counts["links"] = work.links
+        work.close()
     out.put(counts)
 
 
@@ -146,6 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--concurrency", type=int, default=CONCURRENCY, help="per process")
     parser.add_argument(
         "--once", action="store_true", help="stop at the end of the list (no second pass)"
+    )
+    parser.add_argument(
+        "--work", type=Path, help="do a page's least work, in this directory (the floor)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
@@ -164,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
                 args.seconds,
                 args.once,
                 results,
+                args.work,
+                k,
             ),
         )
         for k in range(args.processes)

@@ -107,8 +107,11 @@ TOKEN = "courtly"
 #: courtly's defaults that the audit and the bound assume (``delay_factor``, ``per_ip``).
 DELAY_FACTOR = 2.0
 COURTLY_PER_IP = 2
-#: ``bare`` is the machine's ceiling (benchmarks/bare_loop.py); it runs first.
-CRAWLERS = ("bare", "courtly", "courtly_tuned", "scrapy")
+#: ``bare`` is the machine's ceiling (benchmarks/bare_loop.py); it runs first. ``floor`` is
+#: the bare loop doing the least work an archiving crawler does for a page
+#: (benchmarks/page_work.py): not run unless asked for.
+CRAWLERS = ("bare", "floor", "courtly", "courtly_tuned", "scrapy")
+DEFAULT_CRAWLERS = ("bare", "courtly", "courtly_tuned", "scrapy")
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,11 +461,16 @@ def courtly_command(
     return cmd
 
 
-def bare_command(web: Sandbox, urls_file: Path, seconds: float) -> list[str]:
-    """The bare fetch loop over ``urls_file`` (the machine's ceiling)."""
+def bare_command(
+    web: Sandbox, urls_file: Path, seconds: float, work: Path | None = None
+) -> list[str]:
+    """The bare fetch loop over ``urls_file`` (the machine's ceiling); with ``work``, doing
+    a page's least work in that directory (the floor)."""
     script = str(HERE / "bare_loop.py")
     cmd = [sys.executable, script, "--urls", str(urls_file), "--hosts-file"]
     cmd += [web.info["hosts_file"], "--user-agent", USER_AGENT, "--seconds", f"{seconds:g}"]
+    if work is not None:
+        cmd += ["--work", str(work)]
     return [*cmd, "--json"]
 
 
@@ -614,8 +622,9 @@ def measure(
 ) -> dict[str, Any]:
     """Serve a fresh sandbox, run ``crawler`` against it, audit the log; the figures.
 
-    ``crawler`` is ``bare`` (the ceiling), ``courtly`` (defaults), ``courtly_tuned``
-    or ``scrapy``. ``truth`` is the scenario's web on its fixed port.
+    ``crawler`` is ``bare`` (the ceiling), ``floor`` (the bare loop doing a page's
+    least work), ``courtly`` (defaults), ``courtly_tuned`` or ``scrapy``. ``truth`` is
+    the scenario's web on its fixed port.
     """
     run_dir = workdir / f"{scenario.name}-{crawler}"
     if run_dir.exists():
@@ -624,11 +633,12 @@ def measure(
     web = Sandbox(scenario.spec, run_dir / "web", truth.world)
     extra: dict[str, Any] = {}
     try:
-        if crawler == "bare":
+        if crawler in ("bare", "floor"):
             urls_file = run_dir / "urls.txt"
             urls = known_pages(truth, scenario, web.seeds)
             urls_file.write_text("\n".join(urls) + "\n", encoding="utf-8")
-            cmd = bare_command(web, urls_file, seconds)
+            work = run_dir / "work" if crawler == "floor" else None
+            cmd = bare_command(web, urls_file, seconds, work)
             extra["known_pages"] = len(urls)
         elif crawler.startswith("courtly"):
             tuned = crawler == "courtly_tuned"
@@ -653,8 +663,8 @@ def measure(
         cost = run_measured(cmd, run_dir / f"{crawler}.log", env)
     finally:
         web.stop()
-    if crawler == "bare":
-        lines = (run_dir / "bare.log").read_text().splitlines()
+    if crawler in ("bare", "floor"):
+        lines = (run_dir / f"{crawler}.log").read_text().splitlines()
         own = [json.loads(line) for line in lines if line.startswith("{")]
         extra["exhausted"] = bool(own and own[-1].get("exhausted"))
         extra["passes"] = int(own[-1].get("passes", 1)) if own else 0
@@ -913,6 +923,11 @@ def run_scenario(
         out["bound_pages_per_s"] = out["courtly"]["bound_pages_per_s"]
         out["efficiency"] = out["courtly"]["efficiency"]
         out["share_of_ceiling"] = out["courtly"]["share_of_ceiling"]
+    cpu = {name: out.get(name, {}).get("cpu_ms_per_page") for name in ("bare", "floor", "courtly")}
+    if cpu["floor"] and cpu["bare"]:
+        out["floor_cpu_over_bare"] = round(cpu["floor"] / cpu["bare"], 2)
+    if cpu["floor"] and cpu["courtly"]:
+        out["courtly_cpu_over_floor"] = round(cpu["courtly"] / cpu["floor"], 2)
     if "courtly" in out and "scrapy" in out and out["scrapy"]["pages_per_s"]:
         speedups = [
             round(mine["pages_per_s"] / theirs["pages_per_s"], 2)
@@ -1089,7 +1104,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--quick", action="store_true", help="smaller webs, 20 and 15 s runs")
     parser.add_argument(
-        "--crawlers", default=",".join(CRAWLERS), help="bare,courtly,courtly_tuned,scrapy"
+        "--crawlers",
+        default=",".join(DEFAULT_CRAWLERS),
+        help="bare,floor,courtly,courtly_tuned,scrapy [all but floor]",
     )
     parser.add_argument("--workdir", type=Path, default=HERE / "out" / "compare")
     parser.add_argument("--profile", action="store_true", help="py-spy the courtly runs")
