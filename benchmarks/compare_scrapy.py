@@ -109,9 +109,9 @@ DELAY_FACTOR = 2.0
 COURTLY_PER_IP = 2
 #: ``bare`` is the machine's ceiling (benchmarks/bare_loop.py); it runs first. ``floor`` is
 #: the bare loop doing the least work an archiving crawler does for a page
-#: (benchmarks/page_work.py): not run unless asked for.
+#: (benchmarks/page_work.py), on the throughput webs only (:data:`FLOOR_SCENARIOS`).
 CRAWLERS = ("bare", "floor", "courtly", "courtly_tuned", "scrapy")
-DEFAULT_CRAWLERS = ("bare", "courtly", "courtly_tuned", "scrapy")
+FLOOR_SCENARIOS = frozenset({"wide", "broad"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -881,6 +881,8 @@ def run_scenario(
         for crawler in order:
             if crawler == "courtly_tuned" and not scenario.tuned:
                 continue
+            if crawler == "floor" and scenario.name not in FLOOR_SCENARIOS:
+                continue
             label = f"{crawler}, round {round_index + 1}/{rounds}" if rounds > 1 else crawler
             print(f"[{scenario.name}] {label}: {seconds:.0f} s ...", file=sys.stderr, flush=True)
             figures = measure(
@@ -1105,8 +1107,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="smaller webs, 20 and 15 s runs")
     parser.add_argument(
         "--crawlers",
-        default=",".join(DEFAULT_CRAWLERS),
-        help="bare,floor,courtly,courtly_tuned,scrapy [all but floor]",
+        default=",".join(CRAWLERS),
+        help="bare,floor,courtly,courtly_tuned,scrapy [all; floor on wide and broad only]",
     )
     parser.add_argument("--workdir", type=Path, default=HERE / "out" / "compare")
     parser.add_argument("--profile", action="store_true", help="py-spy the courtly runs")

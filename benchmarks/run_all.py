@@ -61,6 +61,7 @@ SCRIPTS: dict[str, tuple[list[str], list[str], float]] = {
 }
 CRAWLER_LABELS = {
     "bare": "bare loop (ceiling)",
+    "floor": "floor (bare loop + a page's least work)",
     "courtly": "courtly (defaults)",
     "courtly_tuned": "courtly tuned",
     "scrapy": "Scrapy",
@@ -124,7 +125,7 @@ def comparison_table(result: dict[str, Any]) -> list[str]:
                 if kinds and row["violations"]
                 else ""
             )
-            if crawler == "bare":
+            if crawler in ("bare", "floor"):
                 label += ", ran out of pages" if row.get("exhausted") else ""
                 passes = int(row.get("passes", 1))
                 label += f", {passes} passes over the pages" if passes > 1 else ""
@@ -200,6 +201,17 @@ def flags_lines(result: dict[str, Any]) -> list[str]:
     ]
     if ratios:
         ceilings.append("courtly's CPU per page against the bare loop's: " + ", ".join(ratios))
+    floors = [
+        f"{name} {scen['floor_cpu_over_bare']}× the bare loop's, courtly "
+        f"{scen['courtly_cpu_over_floor']}× the floor's"
+        for name, scen in scenarios.items()
+        if scen.get("floor_cpu_over_bare") and scen.get("courtly_cpu_over_floor")
+    ]
+    if floors:
+        ceilings.append(
+            "the floor's CPU per page (the bare loop doing a page's least work: links, "
+            "WARC, SQLite; benchmarks/page_work.py): " + "; ".join(floors)
+        )
     load = result.get("machine", {}).get("load_average")
     if load:
         ceilings.append(
