@@ -73,3 +73,22 @@ def test_affinity_sets_the_grace_before_another_fetchers_shard_is_leased() -> No
 def test_a_printed_store_url_never_shows_a_password(url: str, printed: str) -> None:
     assert shown(url) == printed
     assert "s3cret" not in shown(url) and "pw@" not in shown(url)
+
+
+def test_a_cluster_url_carries_its_credentials_to_every_node() -> None:
+    client = connect("redis+cluster://app:p%40ss@127.0.0.1:7000,127.0.0.2:7001?affinity=2")
+    nodes = sorted((n.host, n.port) for n in client.nodes_manager.startup_nodes.values())
+    assert nodes == [("127.0.0.1", 7000), ("127.0.0.2", 7001)]
+    assert client.connection_kwargs["username"] == "app"
+    assert client.connection_kwargs["password"] == "p@ss"
+    bare = connect("redis+cluster://127.0.0.1:7000")
+    assert bare.connection_kwargs.get("password") is None
+
+
+def test_a_refused_store_url_is_quoted_without_its_password() -> None:
+    with pytest.raises(ValueError, match="affinity") as caught:
+        store_options("redis://:s3cret@127.0.0.1?affinity=soon")
+    assert "s3cret" not in str(caught.value) and ":***@" in str(caught.value)
+    with pytest.raises(ValueError, match="HOST:PORT") as caught:
+        connect("redis+cluster://u:s3cret@nohost")
+    assert "s3cret" not in str(caught.value)

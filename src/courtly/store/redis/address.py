@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
 __all__ = ["connect", "is_redis_url", "replica_options", "shown", "store_options"]
 
@@ -59,9 +59,9 @@ def replica_options(url: str) -> dict[str, Any]:
         acks = int(ours.get("wait", "0"))
         wait_ms = float(ours.get("wait_ms", "50"))
     except ValueError:
-        raise ValueError(f"wait and wait_ms must be numbers (in {url!r})") from None
+        raise ValueError(f"wait and wait_ms must be numbers (in {shown(url)!r})") from None
     if acks < 0 or wait_ms <= 0:
-        raise ValueError(f"wait must be >= 0 and wait_ms > 0 (in {url!r})")
+        raise ValueError(f"wait must be >= 0 and wait_ms > 0 (in {shown(url)!r})")
     return {"replica_acks": acks, "replica_wait_s": wait_ms / 1000.0}
 
 
@@ -76,9 +76,9 @@ def store_options(url: str) -> dict[str, Any]:
         try:
             grace_s = float(raw)
         except ValueError:
-            raise ValueError(f"affinity must be a number of seconds (in {url!r})") from None
+            raise ValueError(f"affinity must be a number of seconds (in {shown(url)!r})") from None
         if not grace_s >= 0 or grace_s == float("inf"):
-            raise ValueError(f"affinity must be >= 0 and finite (in {url!r})")
+            raise ValueError(f"affinity must be >= 0 and finite (in {shown(url)!r})")
         options["affinity_grace_s"] = grace_s
     return options
 
@@ -87,27 +87,37 @@ def connect(url: str) -> Any:
     """An asyncio client for ``url`` (bytes in, bytes out).
 
     ``redis://`` and ``rediss://`` go to one server (``/DB`` picks the database);
-    ``redis+cluster://`` lists startup nodes of a Redis Cluster, comma-separated (one
-    reachable node is enough: the client learns the others). Raises ``ValueError``
-    for anything else. The store's own query parameters (``wait``, ``wait_ms``,
-    ``affinity``: see :func:`store_options`) are not the client's.
+    ``redis+cluster://[USER:PASS@]HOST:PORT[,HOST:PORT...]`` lists startup nodes of a
+    Redis Cluster, comma-separated (one reachable node is enough: the client learns the
+    others), with the credentials every node takes. Raises ``ValueError`` for anything
+    else (its message shows the URL without its password). The store's own query
+    parameters (``wait``, ``wait_ms``, ``affinity``: see :func:`store_options`) are not
+    the client's.
     """
     url = _split_ours(url)[0]
     if url.startswith("redis+cluster://"):
         from redis.asyncio.cluster import ClusterNode, RedisCluster
 
+        where = url.removeprefix("redis+cluster://").split("/")[0].split("?")[0]
+        userinfo, at, where = where.rpartition("@")
+        user, colon, password = userinfo.partition(":")
         nodes = []
-        for part in url.removeprefix("redis+cluster://").split("/")[0].split("?")[0].split(","):
+        for part in where.split(","):
             host, sep, port = part.strip().rpartition(":")
             if not sep or not host or not port.isdigit():
-                raise ValueError(f"a cluster node is HOST:PORT, not {part!r} (in {url!r})")
+                raise ValueError(f"a cluster node is HOST:PORT, not {part!r} (in {shown(url)!r})")
             nodes.append(ClusterNode(host, int(port)))
-        return RedisCluster(startup_nodes=nodes, decode_responses=False)
+        return RedisCluster(
+            startup_nodes=nodes,
+            decode_responses=False,
+            username=unquote(user) if at and user else None,
+            password=unquote(password) if at and colon else None,
+        )
     if url.startswith(("redis://", "rediss://")):
         from redis.asyncio import Redis
 
         split = urlsplit(url)
         if not split.hostname:
-            raise ValueError(f"no host in {url!r}")
+            raise ValueError(f"no host in {shown(url)!r}")
         return Redis.from_url(url, decode_responses=False)
-    raise ValueError(f"not a Redis store URL: {url!r}")
+    raise ValueError(f"not a Redis store URL: {shown(url)!r}")
