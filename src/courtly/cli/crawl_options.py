@@ -133,7 +133,8 @@ _DECORATORS: list[Callable[[Any], Any]] = [
     click.option(
         "--store",
         help="Frontier backend: sqlite [default], memory (nothing kept after exit), or a shared "
-        "Redis: redis://HOST:PORT[/DB] or redis+cluster://HOST:PORT[,HOST:PORT...].",
+        "Redis: redis://[USER:PASS@]HOST:PORT[/DB] or "
+        "redis+cluster://[USER:PASS@]HOST:PORT[,HOST:PORT...].",
     ),
     click.option(
         "--crawl-name",

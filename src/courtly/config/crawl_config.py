@@ -88,7 +88,8 @@ class CrawlConfig:
     follow_sitemaps: bool = True
     store: StoreKind | str = "sqlite"
     """``sqlite`` (in ``state_dir``), ``memory``, or a shared Redis frontier:
-    ``redis://HOST:PORT[/DB]`` or ``redis+cluster://HOST:PORT[,HOST:PORT...]``."""
+    ``redis://[USER:PASS@]HOST:PORT[/DB]`` or
+    ``redis+cluster://[USER:PASS@]HOST:PORT[,HOST:PORT...]``."""
     crawl_name: str | None = None
     """Names a crawl in a shared (Redis) store: every process with the same store and
     name joins that crawl. Required with a Redis store."""

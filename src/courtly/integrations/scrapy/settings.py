@@ -62,13 +62,14 @@ class CourtlySettings:
     """Everything the scheduler decides by. Durations in seconds.
 
     ``store`` is ``sqlite``, ``memory`` or a shared Redis frontier
-    (``redis://HOST:PORT[/DB]``, ``redis+cluster://HOST:PORT[,HOST:PORT...]``), which
-    needs ``crawl_name``: every Scrapy process with the same store and name joins that
-    crawl. ``state_dir`` holds ``frontier.sqlite3`` (``store == "sqlite"``; unused
-    with Redis, where the state lives); ``max_wait_s``
-    is how far ahead a host may be due and still keep the spider open: when every
-    host left is due later than that (parked after failures, a long Retry-After),
-    the crawl ends and those URLs stay in the state for the next run.
+    (``redis://[USER:PASS@]HOST:PORT[/DB]``,
+    ``redis+cluster://[USER:PASS@]HOST:PORT[,HOST:PORT...]``), which needs
+    ``crawl_name``: every Scrapy process with the same store and name joins that crawl.
+    ``state_dir`` holds ``frontier.sqlite3`` (``store == "sqlite"``; unused with Redis,
+    where the state lives); ``max_wait_s`` is how far ahead a host may be due and still
+    keep the spider open: when every host left is due later than that (parked after
+    failures, a long Retry-After), the crawl ends and those URLs stay in the state for
+    the next run.
     ``lease_ttl_s`` must outlast the longest download (``DOWNLOAD_TIMEOUT``).
     ``back_queues`` is how many hosts are crawled at once: each new one costs a
     robots.txt fetch first, and a Scrapy process makes far fewer requests a second

@@ -1,4 +1,5 @@
-"""Store URLs: ``redis://HOST:PORT[/DB]`` and ``redis+cluster://HOST:PORT[,HOST:PORT...]``."""
+"""Store URLs: ``redis://[USER:PASS@]HOST:PORT[/DB]`` and
+``redis+cluster://[USER:PASS@]HOST:PORT[,HOST:PORT...]``."""
 
 from __future__ import annotations
 
