@@ -5,7 +5,7 @@ two fetchers about every other request to a host comes from the other process: e
 process's keep-alive connection to the host idles through the other's turns and often
 outlives its keep-alive timeout, and the host gets a new connection (a connect on both
 sides) where a single process would have reused one. Measured on the wide web of 2,000
-hosts (docs/distributed.md, *Shard affinity*).
+hosts (docs/distributed-measured.md, *Shard affinity, kept*).
 
 Every fetcher that leases, with affinity or without, registers in the crawl's member set
 (the ``members`` script: the server's ``TIME`` stamps each heartbeat; a member silent for
