@@ -34,13 +34,10 @@ def open_store(config: CrawlConfig, queues: QueueConfig) -> FrontierStore:
     if config.store == "memory":
         return MemoryStore(queues, seen=BloomSeenSet(capacity=1_000_000))
     if is_redis_url(config.store):
-        from courtly.store.redis import RedisStore  # the client library loads only when used
-        from courtly.store.redis.address import connect, store_options
+        from courtly.store.redis.address import open_redis_store
 
         assert config.crawl_name is not None  # CrawlConfig checks it
-        return RedisStore(
-            connect(config.store), config.crawl_name, queues, **store_options(config.store)
-        )
+        return open_redis_store(config.store, config.crawl_name, queues)
     from courtly.store.sqlite import SqliteStore  # the SQLite backend is optional at import
 
     config.state_dir.mkdir(parents=True, exist_ok=True)

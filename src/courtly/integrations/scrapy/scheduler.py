@@ -237,15 +237,12 @@ class CourtlyScheduler:
         queues = self._fconfig.queues
         config = self.config
         if config.shared:
-            from courtly.store.redis import RedisStore  # the client library loads only when used
-            from courtly.store.redis.address import connect, store_options
+            from courtly.store.redis.address import open_redis_store
 
             assert config.crawl_name is not None  # CourtlySettings checks it
             if config.state_dir is not None:
                 log.warning("courtly: COURTLY_STATE is not used with a Redis COURTLY_STORE")
-            return RedisStore(
-                connect(config.store), config.crawl_name, queues, **store_options(config.store)
-            )
+            return open_redis_store(config.store, config.crawl_name, queues)
         if config.store == "memory":
             return MemoryStore(queues)
         from courtly.store.sqlite import SqliteStore

@@ -3,10 +3,21 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-__all__ = ["connect", "is_redis_url", "replica_options", "shown", "store_options"]
+if TYPE_CHECKING:
+    from courtly.frontier.config import QueueConfig
+    from courtly.store.redis.store import RedisStore
+
+__all__ = [
+    "connect",
+    "is_redis_url",
+    "open_redis_store",
+    "replica_options",
+    "shown",
+    "store_options",
+]
 
 _SCHEMES = ("redis://", "rediss://", "redis+cluster://")
 
@@ -82,6 +93,15 @@ def store_options(url: str) -> dict[str, Any]:
             raise ValueError(f"affinity must be >= 0 and finite (in {shown(url)!r})")
         options["affinity_grace_s"] = grace_s
     return options
+
+
+def open_redis_store(url: str, crawl_name: str, queues: QueueConfig) -> RedisStore:
+    """The crawl ``crawl_name``'s store at the store URL ``url``: its client
+    (:func:`connect`) and every option the URL asks for (:func:`store_options`), for
+    each fetcher of the crawl, ``courtly crawl`` and the Scrapy add-on alike."""
+    from courtly.store.redis.store import RedisStore  # the client library loads only here
+
+    return RedisStore(connect(url), crawl_name, queues, **store_options(url))
 
 
 def connect(url: str) -> Any:
