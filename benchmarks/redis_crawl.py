@@ -478,12 +478,10 @@ def cluster_run(args: argparse.Namespace, workdir: Path) -> dict[str, Any]:
         out["killed_master_ips"] = len(dead_ips)
         out["failover_s"] = round(dead_after[0], 2) if dead_after else None
         out["resumed_any_s"] = round(after[0], 2) if after else None
-        dead = {r.host.partition(":")[0] for r in mine} & dead_hosts
+        crawled = {r.host.partition(":")[0] for r in mine}
         out["pause_at_kill_s"] = {
-            "dead_hosts": pause_across(mine, dead, killed_at),
-            "spared_hosts": pause_across(
-                mine, {r.host.partition(":")[0] for r in mine} - dead_hosts, killed_at
-            ),
+            "dead_hosts": pause_across(mine, crawled & dead_hosts, killed_at),
+            "spared_hosts": pause_across(mine, crawled - dead_hosts, killed_at),
         }
         out["before_kill"] = audited([r for r in mine if r.end_at < killed_at])
         out["spared"] = audited(
