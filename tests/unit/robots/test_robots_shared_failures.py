@@ -31,15 +31,16 @@ def test_a_failure_record_round_trips_and_a_bad_one_is_refused() -> None:
             failure_from_bytes(bad)
 
 
-def processes(store: MemoryStore, clock: FakeClock, n: int) -> list[StoredRobots]:
-    """``n`` processes of one shared crawl: each its own cache, one store."""
+def processes(clock: FakeClock, n: int) -> list[StoredRobots]:
+    """``n`` processes of one shared crawl, each with its own cache (the store is passed
+    to each call)."""
     return [StoredRobots(RobotsCache(), clock, shared=True) for _ in range(n)]
 
 
 async def test_the_retry_schedule_holds_across_the_processes_that_try() -> None:
     clock = FakeClock(1_000.0)
     store = MemoryStore()
-    first, second = processes(store, clock, 2)
+    first, second = processes(clock, 2)
     down = await first.keep(store, AUTHORITY, DOWN, clock.now())
     assert down.kind == "unreachable" and down.valid_until_at == 1_060.0
     clock.advance(10.0)
@@ -58,7 +59,7 @@ async def test_the_retry_schedule_holds_across_the_processes_that_try() -> None:
 async def test_a_failure_keeps_the_last_good_copy_and_a_success_ends_it() -> None:
     clock = FakeClock(1_000.0)
     store = MemoryStore()
-    first, second, third = processes(store, clock, 3)
+    first, second, third = processes(clock, 3)
     await first.keep(store, AUTHORITY, UP, clock.now())
     clock.advance(86_400.0 + 1.0)  # the copy is stale: refetched, and the server is down
     assert await first.known(store, AUTHORITY) is None
