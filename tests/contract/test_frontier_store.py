@@ -477,6 +477,27 @@ async def test_blobs_in_batches(make: MakeStore) -> None:
     assert await store.get_blob("p", "a") == b"\x00one"
 
 
+async def test_seeds_are_a_set_that_only_grows(make: MakeStore) -> None:
+    store = make()
+    assert await store.seeds() == [] and await store.seed_count() == 0
+    await store.add_seeds([])
+    await store.add_seeds(["http://a.test/", "http://b.test/x", "http://a.test/"])
+    await store.add_seeds(["http://b.test/x", "http://c.test/"])
+    await store.put_blob("crawl", "http://d.test/", b"")  # a blob is not a seed
+    assert sorted(await store.seeds()) == ["http://a.test/", "http://b.test/x", "http://c.test/"]
+    assert await store.seed_count() == 3
+
+
+async def test_many_seeds_come_back_whole(make: MakeStore) -> None:
+    """More seeds than one call of a store carries (Redis: 1,000 a call)."""
+    store = make()
+    seeds = [f"http://s{i}.test/" for i in range(2_500)]
+    await store.add_seeds(seeds[:1_800])
+    await store.add_seeds(seeds[1_000:])
+    assert sorted(await store.seeds()) == sorted(seeds)
+    assert await store.seed_count() == len(seeds)
+
+
 async def test_host_state_is_fresh_then_stored(make: MakeStore) -> None:
     store = make()
     assert await store.host_state("new.test") == HostState("new.test")

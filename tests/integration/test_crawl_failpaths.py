@@ -144,8 +144,10 @@ async def test_a_stored_bad_seed_is_reported_and_skipped_on_resume(
     assert snapshot.pages >= 2 and snapshot.stop_reason == "done"
     store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
     stored = json.loads(await store.get_blob("crawl", "config") or b"{}")
+    seeds = await store.seeds()
     await store.aclose()
     assert stored["seeds"] == ["http://a.test/"]  # the state is no longer poisoned
+    assert stored["seeds_total"] == 1 and seeds == ["http://a.test/"]  # moved to the seed set
 
 
 async def test_a_max_time_stop_ends_within_the_stop_grace(tmp_path: Path) -> None:

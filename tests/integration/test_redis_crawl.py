@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -89,14 +89,19 @@ def finite_spec() -> SandboxSpec:
 
 
 def crawl_command(
-    web: LiveWeb, store: str, crawl: str, state: Path, min_delay_s: float = MIN_DELAY_S
+    web: LiveWeb,
+    store: str,
+    crawl: str,
+    state: Path,
+    min_delay_s: float = MIN_DELAY_S,
+    seeds: Sequence[str] | None = None,
 ) -> list[str]:
     return [
         sys.executable,
         "-m",
         "courtly",
         "crawl",
-        *web.server.seeds,
+        *(web.server.seeds if seeds is None else seeds),
         "--store",
         store,
         "--crawl-name",
@@ -116,13 +121,19 @@ def crawl_command(
 
 
 def start_fetcher(
-    web: LiveWeb, store: str, crawl: str, state: Path, min_delay_s: float = MIN_DELAY_S
+    web: LiveWeb,
+    store: str,
+    crawl: str,
+    state: Path,
+    min_delay_s: float = MIN_DELAY_S,
+    *extra: str,
+    seeds: Sequence[str] | None = None,
 ) -> subprocess.Popen[bytes]:
     state.parent.mkdir(parents=True, exist_ok=True)
     (state.parent / f"{state.name}.toml").write_text(f"lease_ttl_s = {LEASE_TTL_S}\n")
     with (state.parent / f"{state.name}.log").open("wb") as log:
         return subprocess.Popen(
-            crawl_command(web, store, crawl, state, min_delay_s),
+            [*crawl_command(web, store, crawl, state, min_delay_s, seeds), *extra],
             stdout=subprocess.DEVNULL,
             stderr=log,
         )
@@ -229,6 +240,54 @@ def test_two_fetchers_crawl_one_web_politely_and_one_killed_loses_nothing(
     assert len({path.parent for path in files}) == 3 and set(names.values()) == {1}, names
     archived = [row["warc_file"] for row in rows if row.get("warc_file")]
     assert archived and set(archived) <= set(names), set(archived) - set(names)
+
+
+def test_a_fetcher_joining_with_seeds_of_its_own_widens_the_others_scope(
+    tmp_path: Path, shared_crawl: tuple[str, str]
+) -> None:
+    """The crawl's scope is made of every fetcher's seeds (courtly.crawl.seeds): a fetcher
+    that joins a running crawl with the seeds of another site, takes one page and
+    leaves, leaves that site to the first fetcher, whose domain scope was built from its
+    own site only; it must crawl the new site whole, not skip its links as out of scope
+    (before the fix it skipped 66 of the site's URLs so, and fetched 2 of its pages)."""
+    store, crawl = shared_crawl
+    spec = replace(finite_spec(), cross_site_links=False)  # a site's URLs come from it alone
+    web = LiveWeb(spec, tmp_path / "web")
+    mine = [seed for seed in web.server.seeds if ".site0." in seed]
+    theirs = [seed for seed in web.server.seeds if ".site1." in seed]
+    assert mine and theirs and len(mine) + len(theirs) == len(web.server.seeds)
+    try:
+        first = start_fetcher(web, store, crawl, tmp_path / "a", seeds=mine)
+        deadline = time.monotonic() + 30.0
+        while time.monotonic() < deadline and not has_archived(tmp_path / "a"):
+            time.sleep(0.05)  # its scope is built from its own seeds by now
+        joiner = start_fetcher(
+            web, store, crawl, tmp_path / "b", MIN_DELAY_S, "--max-pages", "1", seeds=theirs
+        )
+        codes = wait_all([joiner, first])
+        logs = [(tmp_path / f"{n}.log").read_text() for n in "ab"]
+        assert codes == [3, 0], logs  # the joiner stopped by --max-pages; the first drained
+        records = web.records()
+    finally:
+        web.stop()
+    report = audit_web(web, records)
+    print(report.summary())
+    assert report.violations == 0, report.summary()
+    exported = tmp_path / "catalogue.jsonl"
+    result = CliRunner().invoke(
+        cli_main, ["export", "--store", store, "--crawl-name", crawl, "-o", str(exported)]
+    )
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in exported.read_text().splitlines()]
+    skipped = [
+        row["url"]
+        for row in rows
+        if row.get("skip_reason") == "out_of_scope" and ".site1." in row["url"]
+    ]
+    assert skipped == []
+    fetched = {row["url"] for row in rows if row["status"] is not None and ".site1." in row["url"]}
+    assert len(fetched) > 2 * len(theirs), sorted(fetched)
+    assert report.coverage >= COVERAGE_FLOOR, report.summary()
 
 
 FAIR_SHARE = 0.25

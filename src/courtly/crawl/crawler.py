@@ -26,6 +26,7 @@ from courtly.crawl.links import LinkAdmission
 from courtly.crawl.page import PagePipeline, drop_reasons
 from courtly.crawl.records import CrawlSnapshot, OnPage, Partition, ProgressSink
 from courtly.crawl.robots_gate import RobotsGate
+from courtly.crawl.seeds import SeedScope
 from courtly.crawl.stats import STATS_EVENTS, CrawlStats
 from courtly.crawl.wiring import (
     frontier_config,
@@ -55,7 +56,12 @@ from courtly.frontier.records import (
 )
 from courtly.heap import CRAWL_THRESHOLDS, FrozenHeap
 from courtly.observe.observation import Observation
-from courtly.observe.status_file import StatusFile, TickToProgress, last_run_record
+from courtly.observe.status_file import (
+    StatusFile,
+    TickToProgress,
+    last_run_record,
+    status_config,
+)
 from courtly.page_budget import FetchClaims, LocalPageBudget, PageBudget
 from courtly.robots import RobotsCache, authority_of, product_token
 from courtly.stop import ending
@@ -186,6 +192,17 @@ class Crawler:
         )
         if partition is not None:  # a URL's importance is learnt by the partition owning it
             self._links.owns = partition.owns
+        self._seeds = SeedScope(
+            self._store,
+            self._links,
+            lambda seeds: Scope.from_seeds(
+                seeds,
+                config.scope,
+                include=config.include,
+                exclude=config.exclude,
+                max_depth=config.max_depth,
+            ),
+        )
         self.recrawl: Recrawl | None = None
         if config.recrawl:
             from courtly.recrawl import Recrawl
@@ -202,6 +219,7 @@ class Crawler:
             recrawl=self.recrawl,
             on_page=on_page,
             forward=self._forward if partition is not None else None,
+            check_page=self._seeds.check_page if self._shared and config.scope != "any" else None,
         )
         retry_s = fconfig.politeness.robots_retry_s
         self._robots = RobotsGate(
@@ -369,7 +387,8 @@ class Crawler:
                 old = json.loads(previous)
             except ValueError:
                 raise StateError("the stored crawl configuration is unreadable") from None
-            stored_seeds = list(old.get("seeds", []))
+            if "seeds_total" not in old:  # an older courtly kept every seed here
+                stored_seeds = list(old.get("seeds", []))
             for key, value in identity.items():
                 if key == "seeds" or key not in old:
                     continue
@@ -380,20 +399,13 @@ class Crawler:
                     self.config_changes.append(f"{key}: {before!r} -> {value!r}")
             for change in self.config_changes:
                 log.warning("resuming with a changed configuration: %s", change)
-        seeds = list(dict.fromkeys([*self._crawlable(stored_seeds), *self.config.seeds]))
+        seeds = await self._seeds.start(self.config.seeds, self._crawlable(stored_seeds))
         if not seeds:
             raise StateError(
                 f"nothing to crawl: no seeds given and no crawl in {self.config.state_dir}"
             )
-        identity["seeds"] = seeds
-        await self._store.put_blob("crawl", "config", json.dumps(identity).encode())
-        self._links.scope = Scope.from_seeds(
-            seeds,
-            self.config.scope,
-            include=self.config.include,
-            exclude=self.config.exclude,
-            max_depth=self.config.max_depth,
-        )
+        identity["seeds"] = seeds  # the first LISTED_SEEDS: the store keeps every one
+        await self._store.put_blob("crawl", "config", json.dumps(status_config(identity)).encode())
         candidates = [Candidate(s, is_seed=True) for s in seeds]
         if self._partition is None:  # walk budgets and host quality, kept across a resume
             await load_learnt(self._store, self._links.walks, self._links.importance)
@@ -452,6 +464,8 @@ class Crawler:
             await asyncio.sleep(self.config.progress_interval_s)
             if self._ended:
                 break
+            if self._shared and self.config.scope != "any":
+                await self._seeds.refresh()  # another process may have added seeds
             await self._tick()
             await self._store.flush()
 

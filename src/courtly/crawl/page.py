@@ -61,7 +61,9 @@ class PagePipeline:
     """Fetches and completes the pages of one crawl process (see the module doc).
 
     ``fetcher`` and ``warc`` are set when the crawl runs; ``forward`` is ``None`` for a
-    crawl that is not partitioned.
+    crawl that is not partitioned. ``check_page`` (a shared crawl's, see
+    :meth:`courtly.crawl.seeds.SeedScope.check_page`) is awaited with a page's URL
+    before its links are read.
     """
 
     def __init__(
@@ -77,6 +79,7 @@ class PagePipeline:
         recrawl: Recrawl | None,
         on_page: OnPage | None,
         forward: Forward | None,
+        check_page: Callable[[str], Awaitable[None]] | None = None,
     ) -> None:
         self.fetcher: Fetcher | None = None
         self.warc: WarcWriter | None = None
@@ -90,6 +93,7 @@ class PagePipeline:
         self._recrawl = recrawl
         self._on_page = on_page
         self._forward = forward
+        self._check_page = check_page
 
     async def run(self, lease: Lease, decision: RobotsDecision) -> None:
         """Fetch ``lease.url`` (robots.txt allowed it) and complete or retry the lease."""
@@ -148,6 +152,8 @@ class PagePipeline:
             return
         # an exact duplicate (same main text as another URL read first): its links were taken
         follow = visit is None or visit.state.duplicate_of is None
+        if self._check_page is not None:
+            await self._check_page(lease.url)
         facts = self._links.read(lease.url, lease.depth, result, follow=follow)
         publish(PageDone(result.ended_at, host_key, status, facts.redirect_to is not None))
         discovered = facts.queued

@@ -234,6 +234,22 @@ class FrontierStore(Protocol):
         round trip), in order: a later item replaces an earlier one of the same key."""
         ...
 
+    async def add_seeds(self, seeds: Sequence[str]) -> None:
+        """Add URLs to the crawl's seed set (a union: a seed added again, by this
+        process or another, is kept once). The seeds decide the crawl's scope, so every
+        process of a shared crawl must see the ones any other added
+        (:mod:`courtly.crawl.seeds`); unlike a blob, concurrent adds never lose one."""
+        ...
+
+    async def seeds(self) -> list[str]:
+        """Every seed of the crawl (the order they were added in is not kept)."""
+        ...
+
+    async def seed_count(self) -> int:
+        """How many seeds :meth:`seeds` holds (one cheap read: a shared crawl's
+        processes ask it to learn that another one added seeds)."""
+        ...
+
     async def host_state(self, host_key: str) -> HostState:
         """The stored state of a host (a fresh one if never seen)."""
         ...

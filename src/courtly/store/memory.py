@@ -14,7 +14,7 @@ keeps its rows:
   would double the bytes per queued URL);
 * **host rows**: ``host_key -> HostRow`` (politeness state and queued count),
   kept for every host seen;
-* **seen-set**, **catalogue** and **blobs**: a :class:`SeenSet` and dicts;
+* **seen-set**, **catalogue**, **blobs** and **seeds**: a :class:`SeenSet` and dicts;
 * **recrawl rows** (:mod:`courtly.store.revisit_rows`): a dict and a due heap.
 
 Every step runs to its end without awaiting, so each is atomic; nothing is
@@ -183,6 +183,7 @@ class MemoryStore:
         )
         self._sched = Scheduler(self._rows, cfg)
         self._blobs: dict[tuple[str, str], bytes] = {}
+        self._seeds: dict[str, None] = {}
         self._revisits = MemoryRevisitRows()
 
     async def add(
@@ -274,6 +275,15 @@ class MemoryStore:
 
     async def get_blobs(self, namespace: str, keys: Sequence[str]) -> list[bytes | None]:
         return [self._blobs.get((namespace, key)) for key in keys]
+
+    async def add_seeds(self, seeds: Sequence[str]) -> None:
+        self._seeds.update(dict.fromkeys(seeds))
+
+    async def seeds(self) -> list[str]:
+        return list(self._seeds)
+
+    async def seed_count(self) -> int:
+        return len(self._seeds)
 
     async def put_blobs(self, namespace: str, items: Sequence[tuple[str, bytes]]) -> None:
         for key, value in items:

@@ -118,6 +118,8 @@ def _key_of(handle: int) -> tuple[int, int]:
     return handle >> _SEQ_BITS, handle & ((1 << _SEQ_BITS) - 1)
 
 
+_SEED_NAMESPACE: Final = "seed"
+"""The blob namespace whose keys are the crawl's seeds (values empty)."""
 _CATALOGUE_PAGE: Final = 512
 _U64: Final = 1 << 64
 _I64_MAX: Final = (1 << 63) - 1
@@ -724,6 +726,30 @@ class SqliteStore:
                 "INSERT OR REPLACE INTO blobs (namespace, key, value) VALUES (?, ?, ?)",
                 [(namespace, key, bytes(value)) for key, value in items],
             )
+
+    async def add_seeds(self, seeds: Sequence[str]) -> None:
+        if not seeds:
+            return
+        with self._step(None):
+            self._write(len(seeds))
+            self._db.executemany(
+                "INSERT OR IGNORE INTO blobs (namespace, key, value) VALUES (?, ?, x'')",
+                [(_SEED_NAMESPACE, seed) for seed in seeds],
+            )
+
+    async def seeds(self) -> list[str]:
+        with self._step(None):
+            rows = self._db.execute(
+                "SELECT key FROM blobs WHERE namespace = ?", (_SEED_NAMESPACE,)
+            ).fetchall()
+            return [str(row[0]) for row in rows]
+
+    async def seed_count(self) -> int:
+        with self._step(None):
+            row = self._db.execute(
+                "SELECT count(*) FROM blobs WHERE namespace = ?", (_SEED_NAMESPACE,)
+            ).fetchone()
+            return int(row[0])
 
     def queued_of(self, host_key: str) -> int | None:
         """URLs queued for a host, from the rows in memory (no I/O; ``None`` if not cached).

@@ -28,7 +28,8 @@ and its ``revisit_due`` index, version 7 the ``back_url`` index, version 8
 ``hosts``      per-host politeness state, the number of queued URLs, whether leased;
 ``seen_tail``  URLs added to the seen-set since its last checkpoint;
 ``catalogue``  one row per URL, ``seq`` keeps the order first written;
-``blobs``      small opaque values by ``(namespace, key)``;
+``blobs``      small opaque values by ``(namespace, key)``; the crawl's seeds are the
+               keys of namespace ``seed`` (empty values);
 ``revisit``    a ``--recrawl`` crawl's per-URL history and next due time
                (:mod:`courtly.store.revisit_sqlite`).
 """

@@ -126,6 +126,8 @@ _WRITES: Final = frozenset(
 _MOVING: Final = [b"moving"]
 _NO_STATE: Final = ("", "", "", "", "0")
 _CATALOGUE_CHUNK: Final = 1000
+_SEED_CHUNK: Final = 1000
+"""Seeds a call of :meth:`RedisStore.add_seeds` and :meth:`RedisStore.seeds` carries."""
 _LEASES_PER_VISIT: Final = 4
 """A lease of ``n`` visits ``ceil(n / 4)`` due shards: fewer calls per lease; a shard with
 fewer ready hosts gives fewer, and the caller asks again."""
@@ -752,6 +754,46 @@ class RedisStore(RevisitSeam):
 
         await self._retrying(run)
 
+    async def add_seeds(self, seeds: Sequence[str]) -> None:
+        """HSETs of :data:`_SEED_CHUNK` seeds into one hash (each a union, so run again
+        whole if it fails, and no process's seeds can be lost to another's)."""
+        if not seeds:
+            return
+        await self.open()
+        key = self._seeds_key()
+        chunks = [seeds[i : i + _SEED_CHUNK] for i in range(0, len(seeds), _SEED_CHUNK)]
+
+        async def run() -> None:
+            pipe = self._client.pipeline(transaction=False)
+            for chunk in chunks:
+                pipe.hset(key, mapping=dict.fromkeys(chunk, b""))
+            await pipe.execute()
+
+        await self._retrying(run)
+
+    async def seeds(self) -> list[str]:
+        """HSCAN, :data:`_SEED_CHUNK` fields a call (no one call blocks the server for
+        long, however many seeds), from the start again if a call fails."""
+        await self.open()
+        key = self._seeds_key()
+
+        async def run() -> list[str]:
+            out: list[str] = []
+            cursor = 0
+            while True:
+                cursor, page = await self._client.hscan(key, cursor, count=_SEED_CHUNK)
+                out.extend(_s(field) for field in page)
+                if not int(cursor):
+                    return list(dict.fromkeys(out))  # HSCAN may return a field twice
+
+        return list(await self._retrying(run))
+
+    async def seed_count(self) -> int:
+        await self.open()
+        key = self._seeds_key()
+        async with self._calls:
+            return int(await self._retrying(lambda: self._command("HLEN", key)))
+
     async def host_state(self, host_key: str) -> HostState:
         await self.open()
         shard = shard_of(host_key, self._layout.shards)
@@ -838,6 +880,9 @@ class RedisStore(RevisitSeam):
 
     def _blob_key(self, namespace: str, key: str) -> str:
         return f"{self._crawl}:blob:{namespace}:{key}"
+
+    def _seeds_key(self) -> str:
+        return f"{self._crawl}:seeds"
 
     async def _shard_call(
         self, name: str, shard: int, now_at: float | None, args: Iterable[Any]

@@ -1,0 +1,96 @@
+"""The crawl's seeds, and the scope they make, the same in every process of a crawl.
+
+A ``host`` or ``domain`` scope is made of the seeds' hosts or registered domains. The
+seeds are kept in the store as a set (:meth:`~courtly.store.base.FrontierStore.add_seeds`):
+each process adds its own before it queues them, and the scope is built from all of
+them, so a crawl resumed with more seeds widens its scope, and a process joining a
+shared (Redis) crawl with seeds of its own widens every other process's scope too. A
+set in the store, not a list in a blob: two processes starting together each read the
+blob, added their seeds and wrote it back, so one's seeds could be lost.
+
+**Keeping a shared crawl's processes in step.** A process of a shared crawl rebuilds
+its scope when the store holds seeds it has not built it from: at every progress tick
+(:meth:`SeedScope.refresh`, one ``seed_count`` read when nothing changed), and before
+it reads the links of a page its scope says is out of scope (:meth:`SeedScope.check_page`):
+a page gets into the frontier only through a process whose scope holds it, so such a
+page is the sign that another process added seeds (reading its links with the old
+scope would skip every link of the new seeds' sites as ``out_of_scope``; measured before
+this module: a process that joined a running crawl with the seeds of a second site had
+66 of that site's URLs skipped so by the first process, and 2 of its pages fetched).
+
+Trade-off: between another process adding seeds and this one's next tick, a link to
+the new seeds' sites from a page of the old ones is still judged with the old scope:
+skipped, catalogued ``out_of_scope``, not marked seen, so it is queued when found again.
+Local partitions (``--processes N``) all start from the same seeds and need none of this.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+
+from courtly.crawl.links import LinkAdmission
+from courtly.errors import InvalidURL
+from courtly.store.base import FrontierStore
+from courtly.url import Scope, canonicalize
+
+__all__ = ["SeedScope"]
+
+log = logging.getLogger(__name__)
+
+
+class SeedScope:
+    """The crawl's seeds in ``store`` and the scope of ``links`` built from them by
+    ``build`` (:meth:`courtly.url.Scope.from_seeds` with the crawl's settings)."""
+
+    def __init__(
+        self,
+        store: FrontierStore,
+        links: LinkAdmission,
+        build: Callable[[Sequence[str]], Scope],
+    ) -> None:
+        self._store = store
+        self._links = links
+        self._build = build
+        self._built_from = 0
+        """How many seeds the scope now in ``links`` was built from."""
+
+    async def start(self, given: Sequence[str], earlier: Sequence[str]) -> list[str]:
+        """Store ``earlier`` (the seeds an older courtly kept in the configuration blob)
+        and ``given``, build the scope from every stored seed, and return the seeds to
+        queue: ``earlier``, ``given``, then the ones other processes stored (each once).
+        An empty list (no seed anywhere) builds no scope."""
+        await self._store.add_seeds([*earlier, *given])
+        stored = await self._store.seeds()
+        seeds = list(dict.fromkeys([*earlier, *given, *stored]))
+        if seeds:
+            self._apply(seeds)
+        return seeds
+
+    async def refresh(self) -> bool:
+        """Rebuild the scope if the store holds seeds it was not built from; whether it did."""
+        if await self._store.seed_count() == self._built_from:
+            return False
+        seeds = await self._store.seeds()
+        before = self._built_from
+        self._apply(seeds)
+        log.info("the crawl has %d seeds (%+d): scope rebuilt", len(seeds), len(seeds) - before)
+        return True
+
+    async def check_page(self, url: str) -> None:
+        """Before reading the links of the page at ``url``: refresh if the scope does not
+        hold it (see the module doc)."""
+        scope = self._links.scope
+        if scope is not None and scope.check(url, 0) == "out_of_scope":
+            await self.refresh()
+
+    def _apply(self, seeds: Sequence[str]) -> None:
+        good: list[str] = []
+        for seed in seeds:
+            try:
+                canonicalize(seed)
+            except InvalidURL:
+                continue  # checked before it was stored; never one to stop a crawl for
+            good.append(seed)
+        self._links.scope = self._build(good)
+        self._built_from = len(seeds)
