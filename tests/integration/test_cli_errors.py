@@ -444,3 +444,28 @@ def test_the_docs_table_is_what_the_cases_produce(tmp_path: Path) -> None:
         "docs/cli.md is out of date: COURTLY_WRITE_DOCS=1 .venv/bin/pytest "
         "tests/integration/test_cli_errors.py"
     )
+
+
+@pytest.mark.parametrize("older", [False, True], ids=["seed-set", "older-blob"])
+def test_status_of_a_stopped_crawl_lists_every_seed(tmp_path: Path, older: bool) -> None:
+    """The configuration blob lists the first seeds (in the order given) and their
+    number; the store keeps every one, and ``status --json`` of a stopped crawl shows them
+    all. A state an older courtly wrote keeps the whole list in the blob."""
+    seeds = [f"http://s{i:03d}.test/" for i in reversed(range(150))]
+
+    async def write() -> None:
+        store = SqliteStore(tmp_path / "S" / "frontier.sqlite3", QueueConfig())
+        config: dict[str, object] = {"seeds": seeds, "scope": "domain"}
+        if not older:
+            config = {"seeds": seeds[:100], "seeds_total": 150, "scope": "domain"}
+            await store.add_seeds(seeds)
+        await store.put_blob("crawl", "config", json.dumps(config).encode())
+        await store.aclose()
+
+    (tmp_path / "S").mkdir()
+    run_async(write())
+    result = CliRunner().invoke(cli_main, ["status", "--state", str(tmp_path / "S"), "--json"])
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.output)["config"]
+    assert config["seeds"][:100] == seeds[:100] and sorted(config["seeds"]) == sorted(seeds)
+    assert config["seeds_total"] == 150

@@ -288,6 +288,11 @@ def test_a_fetcher_joining_with_seeds_of_its_own_widens_the_others_scope(
     fetched = {row["url"] for row in rows if row["status"] is not None and ".site1." in row["url"]}
     assert len(fetched) > 2 * len(theirs), sorted(fetched)
     assert report.coverage >= COVERAGE_FLOOR, report.summary()
+    result = CliRunner().invoke(
+        cli_main, ["status", "--store", store, "--crawl-name", crawl, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["config"]["seeds_total"] == len(web.server.seeds)
 
 
 FAIR_SHARE = 0.25

@@ -59,6 +59,7 @@ def status(
             fetchers = await shared.fetchers()
             last = await shared.get_blob("crawl", "last_run")
             conf = await shared.get_blob("crawl", "config")
+            seed_count = await shared.seed_count()
         except RedisError as error:
             raise click.ClickException(f"{shown(store)}: {error}") from None
         finally:
@@ -68,7 +69,7 @@ def status(
             "crawl_name": crawl_name,
             "frontier": {k: getattr(counts, k) for k in counts.__dataclass_fields__},
             "last_run": json.loads(last) if last else None,
-            "config": json.loads(conf) if conf else None,
+            "config": {**json.loads(conf), "seeds_total": seed_count} if conf else None,
             "running": counts.leased > 0,
             "fetchers_live": len(fetchers),
         }
@@ -102,11 +103,19 @@ def status(
                 all_counts.append(await store.counts(0.0))
                 last = await store.get_blob("crawl", "last_run")
                 conf = await store.get_blob("crawl", "config")
+                seeds = await store.seeds()
             finally:
                 await store.aclose()
             runs.append(json.loads(last) if last else None)
-            # every seed (the state file keeps them), and their number as status.json has it
-            confs.append(status_config(json.loads(conf), listed=None) if conf else None)
+            # every seed (the state file keeps them: the blob lists the first ones, in the
+            # order given), and their number as status.json has it
+            if conf:
+                config = json.loads(conf)
+                listed = config.get("seeds", []) if "seeds_total" in config else []
+                config["seeds"] = list(dict.fromkeys([*listed, *seeds])) or config.get("seeds")
+                confs.append(status_config(config, listed=None))
+            else:
+                confs.append(None)
         counts = merge_counts(all_counts)
         return {
             "state_dir": str(state_dir),
