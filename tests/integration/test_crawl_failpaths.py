@@ -244,3 +244,21 @@ def test_quiet_prints_nothing_and_the_summary_json_matches_the_exit_code(
     assert (summary["exit_code"], summary["stop_reason"]) == (ExitCode.LIMIT, "max_pages")
     assert summary["pages"] == 2 and summary["frontier"]["seen"] >= summary["pages"]
     assert summary["stop_words"] == "stopped by --max-pages"
+
+
+async def test_a_deadline_passed_during_set_up_starts_no_fetch(tmp_path: Path) -> None:
+    """``--max-time`` counts from the start of the run, set-up included (a crawl of many
+    seeds takes seconds to queue them): a deadline that passed meanwhile stops the crawl
+    before its first request, instead of starting fetches to abandon them after the stop
+    grace."""
+    asked: list[str] = []
+
+    def site(url: str) -> Reply:
+        asked.append(url)
+        return _site(url)
+
+    config = _config(tmp_path / "S", "http://a.test/", max_time_s=1e-6)
+    snapshot = await Crawler(config, fetcher=MemoryFetcher(site, SystemClock())).run()
+    assert asked == [] and snapshot.pages == 0 and snapshot.robots_fetches == 0
+    assert snapshot.stop_reason == "max_time"
+    assert exit_code_for(snapshot) is ExitCode.LIMIT

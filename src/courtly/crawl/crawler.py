@@ -327,10 +327,13 @@ class Crawler:
         try:
             async with asyncio.TaskGroup() as group:
                 helpers: list[asyncio.Task[None]] = []
-                if self.config.max_time_s is not None:
-                    at = self.stats.started_at + self.config.max_time_s
-                    helpers.append(group.create_task(self._deadline(at)))
+                limit_s = self.config.max_time_s
+                deadline = None if limit_s is None else self.stats.started_at + limit_s
+                if deadline is not None:
+                    helpers.append(group.create_task(self._deadline(deadline)))
                 await self._start()
+                if deadline is not None and self._clock.now() >= deadline:
+                    self.request_stop("max_time")  # set-up took the time: start no fetch
                 heap.freeze()  # the crawl is set up: its long-lived objects (courtly.heap)
                 helpers.append(group.create_task(self._reporter()))
                 helpers.append(
