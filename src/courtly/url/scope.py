@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from courtly.errors import ConfigError, InvalidURL
@@ -69,27 +69,43 @@ class Scope:
             raise ConfigError(f"unknown scope mode {mode!r}; expected host, domain or any")
         if max_depth is not None and max_depth < 0:
             raise ConfigError(f"max_depth must be >= 0, got {max_depth}")
-        resolver = resolver if resolver is not None else DomainResolver()
-        sites: set[str] = set()
-        for seed in seeds:
-            try:
-                host = hostname_of(canonicalize(seed))
-            except InvalidURL as exc:
-                raise ConfigError(f"seed {seed!r} is not a valid http(s) URL: {exc}") from exc
-            if mode == "host":
-                sites.add(host)
-            elif mode == "domain":
-                sites.add(resolver.registered_domain(host))
-        if mode != "any" and not sites:
-            raise ConfigError(f"a {mode!r} scope needs at least one seed")
-        return cls(
+        base = cls(
             mode=mode,
-            sites=frozenset(sites),
+            sites=frozenset(),
             include=_compile_all(include, "include"),
             exclude=_compile_all(exclude, "exclude"),
             max_depth=max_depth,
-            resolver=resolver,
+            resolver=resolver if resolver is not None else DomainResolver(),
         )
+        sites: set[str] = set()
+        for seed in seeds:
+            try:
+                site = base.site_of(seed)
+            except InvalidURL as exc:
+                raise ConfigError(f"seed {seed!r} is not a valid http(s) URL: {exc}") from exc
+            if site is not None:
+                sites.add(site)
+        if mode != "any" and not sites:
+            raise ConfigError(f"a {mode!r} scope needs at least one seed")
+        return base.with_sites(sites)
+
+    def site_of(self, seed: str) -> str | None:
+        """The site the seed URL ``seed`` adds in this scope's mode: its host (``"host"``),
+        its registered domain (``"domain"``), ``None`` for ``"any"``. Raises
+        :class:`~courtly.errors.InvalidURL` for a URL that is not a crawlable http(s) URL."""
+        host = hostname_of(canonicalize(seed))
+        if self.mode == "host":
+            return host
+        if self.mode == "domain":
+            return self.resolver.registered_domain(host)
+        return None
+
+    def with_sites(self, sites: Iterable[str]) -> Scope:
+        """A copy that also holds ``sites`` (as :meth:`site_of` gives them); the same scope
+        for mode ``"any"``."""
+        if self.mode == "any":
+            return self
+        return replace(self, sites=self.sites | frozenset(sites))
 
     def check(self, url: str, depth: int) -> str | None:
         """Return ``None`` when the canonical ``url`` at link ``depth`` is in scope, else the
