@@ -290,6 +290,35 @@ async def test_a_lease_soon_after_an_index_read_is_one_round_trip(
         await store.aclose()
 
 
+async def test_a_lease_beside_an_index_read_says_when_its_shards_come_due(
+    crawl: tuple[str, str],
+) -> None:
+    """A lease that finds nothing in the last read's due shards, while a fresh read goes
+    out beside it, takes those shards' next times from its own LEASE replies: the read
+    may not carry those calls' updates yet, and said "now" for a shard with nothing
+    before 0.3 s (the caller asked again at once, for nothing; the contract's
+    ``test_a_lease_hands_out_no_host_due_after_its_own_ahead`` failed so when the machine
+    was slow enough to miss the 25 ms due cache)."""
+    store = fetcher(
+        crawl,
+        shards=1,
+        index_interval_s=0.0,  # no cache: each lease within 0.5 s of a read goes beside one
+        probe_interval_s=math.inf,
+        server_clock=False,
+    )
+    t0 = 1_000.0
+    try:
+        await store.add(urls(3, 2), t0, NO_BUDGET)
+        for lease in (await store.lease(t0, 30.0, 3)).leases:
+            held = replace(lease.host, next_allowed_at=t0 + 0.3)
+            assert await store.complete(lease, held, (), t0, NO_BUDGET) == []
+        assert len((await store.lease(t0, 30.0, 1, ahead_s=0.5)).leases) == 1
+        batch = await store.lease(t0, 30.0, 3)
+        assert batch.leases == () and batch.next_ready_at == pytest.approx(t0 + 0.3)
+    finally:
+        await store.aclose()
+
+
 async def test_one_lease_per_host_across_fetchers(crawl: tuple[str, str]) -> None:
     stores = [fetcher(crawl, seed=s) for s in range(3)]
     try:

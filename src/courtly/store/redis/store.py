@@ -460,6 +460,7 @@ class RedisStore(RevisitSeam):
                 return batch
         k = max(8, 2 * max_leases + 2)
         recent = [] if cached else self._due_within(self._index_overlap_s, started)
+        beside_next: float | None = None
         if recent:
             # one round trip: a fresh read goes out with LEASE on the last read's due shards
             batch, (due_count, candidates, nexts) = await self._lease_beside_index(
@@ -468,6 +469,7 @@ class RedisStore(RevisitSeam):
             if batch.leases:
                 self._note_leases(batch.leases, started, ttl_s)
                 return batch
+            beside_next = batch.next_ready_at
         else:
             self._drained = set()
             due_count, candidates, nexts = await self._index(k, now_at, ahead_s)
@@ -475,6 +477,8 @@ class RedisStore(RevisitSeam):
         batch = await self._lease_from(
             candidates, due_count, nexts, now_at, ttl_s, max_leases, ahead_s, started
         )
+        if beside_next is not None:  # the shards LEASE visited beside the read
+            batch = LeaseBatch(batch.leases, _least(batch.next_ready_at, beside_next))
         self._note_leases(batch.leases, started, ttl_s)
         return batch
 
@@ -493,13 +497,20 @@ class RedisStore(RevisitSeam):
         the shards that LEASE found drained (the read does not carry the updates of the
         calls beside it), is kept for the next lease."""
         self._drained = set()
+        visited = set(recent)  # ``recent`` is the due cache itself, which LEASE empties
         batch, index = await asyncio.gather(
             self._lease_from(recent, len(recent), [], now_at, ttl_s, max_leases, ahead_s, started),
             self._index_a_turn_later(k, now_at, ahead_s),
         )
         due_count, candidates, nexts = index
         self._remember_due(candidates, started)
-        return batch, (due_count, self._due_cache, nexts)
+        # The read may not carry LEASE's updates yet: a shard LEASE found drained is not
+        # counted due, and the next times of the shards it visited are its reply's (in
+        # ``batch``), not the read's (which could be "now" for a shard that has nothing
+        # to lease before a later time, and make the lease say "ask again now").
+        drained = len(candidates) - len(self._due_cache)
+        fresh = [(shard, at) for shard, at in nexts if shard not in visited]
+        return batch, (due_count - drained, self._due_cache, fresh)
 
     async def _index_a_turn_later(
         self, k: int, now_at: float, ahead_s: float
