@@ -258,6 +258,11 @@ class UrlJoiner:
                 # A first path segment with a colon ("1a:b", "?x=a:b"): leave it to WHATWG
                 # rather than yarl's escaping of that colon.
                 needs_whatwg = True
+        if not needs_whatwg and "%3" in text and _ESCAPED_COLON_FIRST_RE.match(text):
+            # "a%3Ab": yarl keeps the escape in a relative path's first segment (unescaped,
+            # it would read as a scheme), where the canonical form of the absolute URL has
+            # ":" ("http://a.test/a%3Ab" is canonically "http://a.test/a:b")
+            needs_whatwg = True
         cache = self._cache
         if cache is None:
             return self._join_clean(text, needs_whatwg)
@@ -339,6 +344,8 @@ class UrlJoiner:
 
 
 _SEPARATORS: Final = "/\\"
+_ESCAPED_COLON_FIRST_RE: Final = re.compile(r"[^/?#]*%3[aA]")
+"""A relative reference whose first path segment holds an escaped colon."""
 # A relative reference that is a bare path of unreserved characters (RFC 3986) and slashes,
 # with no colon, percent-escape, query, fragment, ';' parameter or space: yarl would read it
 # as it is.

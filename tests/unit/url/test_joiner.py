@@ -4,7 +4,7 @@ import re
 
 import ada_url
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from courtly.errors import InvalidURL
@@ -97,6 +97,8 @@ _AUTHORITY_LESS = re.compile(r"(?i)(?:https?:)?[/\\\\]{3,}")
 
 @settings(max_examples=300, deadline=None)
 @given(urls, hrefs)
+@example(base="http://[::1]", href="a%3A")  # an escaped colon in a relative first segment
+@example(base="http://a.test/d/", href="a%3Ab/c?q=%3A")
 def test_join_gives_canonical_urls_as_browsers_resolve_them(base: str, href: str) -> None:
     try:
         joiner = UrlJoiner(base)
