@@ -393,7 +393,15 @@ async def test_a_fetcher_takes_the_shards_of_one_that_left_or_fell_behind(
     crawl: tuple[str, str],
 ) -> None:
     grace_s = 3.0  # long enough for the first fetcher to serve its own hosts under load
-    stores = [fetcher(crawl, seed=s, affinity_grace_s=grace_s) for s in range(3)]
+    # No probe: a probe (a LEASE on another's shard, asking for nothing) takes that
+    # shard's hosts in from its front tier, due from then, so the others' hosts' grace
+    # would run from whenever a probe reached their shard over the steps below; on a
+    # loaded machine that put all of them 40-190 ms past the sleep below (seen in the
+    # offers). Without probes every one of them is due from the add.
+    stores = [
+        fetcher(crawl, seed=s, affinity_grace_s=grace_s, probe_interval_s=math.inf)
+        for s in range(3)
+    ]
     try:
         entries = urls(64, 1)
         _draw_until_the_leaver_hands_over_hosts(stores, entries)
