@@ -20,7 +20,8 @@ Tables (version 1; version 2 adds ``catalogue.fail_reason``, version 3
 version 5 ``back.rank`` and the ``back_order`` index, version 6 the ``revisit`` table
 and its ``revisit_due`` index, version 7 the ``back_url`` index, version 8
 ``revisit.judged_at``, version 9 ``hosts.leased``, version 10 keys ``back`` by
-``(host_key, rank, seq)`` and drops ``back_order``):
+``(host_key, rank, seq)`` and drops ``back_order``, version 11 keeps the seeds in the
+blob namespace ``seed``):
 
 ``meta``       key/value: counters, the token ceiling, the Bloom checkpoint;
 ``front``      front queues, ``(level, id)`` ordered: FIFO per level;
@@ -37,6 +38,7 @@ and its ``revisit_due`` index, version 7 the ``back_url`` index, version 8
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import sqlite3
@@ -44,8 +46,9 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Final, Literal
 
-from courtly.errors import StateError, StateLocked
+from courtly.errors import InvalidURL, StateError, StateLocked
 from courtly.store.revisit_sqlite import REVISIT_TABLE, REVISIT_V8
+from courtly.url import canonicalize
 
 __all__ = [
     "APPLICATION_ID",
@@ -58,7 +61,7 @@ __all__ = [
 APPLICATION_ID: Final = 0x4352544C
 """``PRAGMA application_id`` of a courtly state file (ASCII ``CRTL``)."""
 
-SCHEMA_VERSION: Final = 10
+SCHEMA_VERSION: Final = 11
 """The schema version this courtly writes (``PRAGMA user_version``)."""
 
 log = logging.getLogger(__name__)
@@ -141,6 +144,36 @@ def _v9_to_v10(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX back_url ON back (host_key, url)")
 
 
+def _v10_to_v11(conn: sqlite3.Connection) -> None:
+    """Version 11: the crawl's seeds are a set, the keys of blob namespace ``seed``
+    (:meth:`courtly.store.base.FrontierStore.add_seeds`), and the configuration blob
+    lists only the first ones: the seeds of the blob move there (those that are no
+    crawlable URL, stored unchecked by an older courtly, stay behind, and the crawl
+    reports them at its start). The blob is left as it was; an older courtly, which
+    would read only the listing, refuses the file by its version."""
+    row = conn.execute(
+        "SELECT value FROM blobs WHERE namespace = 'crawl' AND key = 'config'"
+    ).fetchone()
+    if row is None:
+        return
+    try:
+        config = json.loads(bytes(row[0]))
+    except ValueError:
+        return  # unreadable: the crawl refuses it at its start, as before
+    seeds = config.get("seeds") if isinstance(config, dict) else None
+    if not isinstance(seeds, list) or "seeds_total" in config:
+        return
+    kept: list[tuple[str]] = []
+    for seed in seeds:
+        if isinstance(seed, str):
+            with contextlib.suppress(InvalidURL):
+                canonicalize(seed)
+                kept.append((seed,))
+    conn.executemany(
+        "INSERT OR IGNORE INTO blobs (namespace, key, value) VALUES ('seed', ?, x'')", kept
+    )
+
+
 MIGRATIONS: Final[Mapping[int, Migration]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
@@ -151,6 +184,7 @@ MIGRATIONS: Final[Mapping[int, Migration]] = {
     7: _v7_to_v8,
     8: _v8_to_v9,
     9: _v9_to_v10,
+    10: _v10_to_v11,
 }
 """``from_version -> migration`` to ``from_version + 1``."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections.abc import Callable
@@ -160,7 +161,7 @@ async def test_a_version_1_file_gains_the_fail_reason_column(tmp_path: Path) -> 
     await store.aclose()
     assert [e.fail_reason for e in entries] == [None, "http_503"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
 
 
@@ -303,7 +304,7 @@ async def test_a_version_7_file_gains_judged_at_from_its_last_fetch(tmp_path: Pa
     assert batch.queued == ("http://a.test/p",)
     await store.aclose()
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
 
 
@@ -385,6 +386,40 @@ async def test_a_version_9_file_is_keyed_by_rank_and_keeps_its_queues(tmp_path: 
     await store.aclose()
     assert served == ["http://a.test/late", "http://a.test/second"]
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 10
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT count(*) FROM back WHERE host_key = 'a.test'").fetchone() == (0,)
     conn.close()
+
+
+async def test_a_version_10_file_moves_its_seeds_to_the_seed_set(tmp_path: Path) -> None:
+    """Version 11 keeps the seeds as a set (blob namespace ``seed``): a version 10 file's
+    seeds, all in its configuration blob, move there, but for one that is no URL (an
+    older courtly stored seeds unchecked: the crawl reports it at its start)."""
+    path = tmp_path / "frontier.db"
+    conn = open_database(path, version=10)
+    seeds = ["http://b.test/", "not a url", "http://a.test/x", "http://b.test/"]
+    config = {"seeds": seeds, "scope": "domain"}
+    conn.execute(
+        "INSERT INTO blobs (namespace, key, value) VALUES ('crawl', 'config', ?)",
+        (json.dumps(config).encode(),),
+    )
+    conn.close()
+    store = SqliteStore(path, QueueConfig())
+    assert sorted(await store.seeds()) == ["http://a.test/x", "http://b.test/"]
+    assert json.loads(await store.get_blob("crawl", "config") or b"") == config  # as it was
+    await store.aclose()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 11
+    conn.close()
+    # a file with no configuration yet, or one this courtly wrote, has nothing to move
+    for name, blob in (("empty.db", None), ("listed.db", {"seeds": ["x"], "seeds_total": 9})):
+        conn = open_database(tmp_path / name, version=10)
+        if blob is not None:
+            conn.execute(
+                "INSERT INTO blobs (namespace, key, value) VALUES ('crawl', 'config', ?)",
+                (json.dumps(blob).encode(),),
+            )
+        conn.close()
+        store = SqliteStore(tmp_path / name, QueueConfig())
+        assert await store.seeds() == []
+        await store.aclose()
