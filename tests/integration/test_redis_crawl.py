@@ -30,8 +30,9 @@ from tests.redis_servers import delete_crawl, have_redis_server, new_crawl_name,
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
 from courtly.crawl import Crawler
+from courtly.frontier.config import QueueConfig
 from courtly.sandbox import ROBOTS_VARIANTS, SandboxSpec
-from courtly.store.redis.address import connect
+from courtly.store.redis.address import connect, open_redis_store
 from courtly.store.redis.affinity import MEMBER_LIFETIME_S
 
 if TYPE_CHECKING:
@@ -350,3 +351,27 @@ def test_a_dead_host_is_retired_on_redis_and_the_crawl_ends(
     assert snapshot.stop_reason == "nothing_fetchable"
     assert snapshot.robots_fetches == SHORT_RETRIES.dead_after_failures
     assert snapshot.pages == 0
+
+
+def test_status_of_a_crawl_from_before_the_seed_set_counts_the_blobs_seeds(
+    shared_crawl: tuple[str, str],
+) -> None:
+    """A Redis crawl whose fetchers all predate the seed set kept every seed in its
+    configuration blob: ``status`` counts those."""
+    store, crawl = shared_crawl
+
+    async def write() -> None:
+        redis_store = open_redis_store(store, crawl, QueueConfig())
+        try:
+            config = {"seeds": ["http://a.test/", "http://b.test/"], "scope": "domain"}
+            await redis_store.put_blob("crawl", "config", json.dumps(config).encode())
+        finally:
+            await redis_store.aclose()
+
+    run_async(write())
+    result = CliRunner().invoke(
+        cli_main, ["status", "--store", store, "--crawl-name", crawl, "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    config = json.loads(result.output)["config"]
+    assert config["seeds_total"] == 2 and config["seeds"] == ["http://a.test/", "http://b.test/"]

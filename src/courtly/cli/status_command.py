@@ -69,7 +69,7 @@ def status(
             "crawl_name": crawl_name,
             "frontier": {k: getattr(counts, k) for k in counts.__dataclass_fields__},
             "last_run": json.loads(last) if last else None,
-            "config": {**json.loads(conf), "seeds_total": seed_count} if conf else None,
+            "config": _with_seed_count(json.loads(conf), seed_count) if conf else None,
             "running": counts.leased > 0,
             "fetchers_live": len(fetchers),
         }
@@ -187,3 +187,12 @@ def status_lines(data: dict[str, Any]) -> list[str]:
             f"store {config.get('store')}"
         )
     return lines
+
+
+def _with_seed_count(config: dict[str, Any], stored: int) -> dict[str, Any]:
+    """A shared crawl's stored configuration with ``seeds_total`` from its seed set (each
+    process's blob may predate another's seeds); a crawl whose processes all predate the
+    seed set kept every seed in the blob instead."""
+    if not stored:
+        return status_config(config, listed=None) if "seeds_total" not in config else config
+    return {**config, "seeds_total": stored}
