@@ -262,3 +262,45 @@ async def test_a_deadline_passed_during_set_up_starts_no_fetch(tmp_path: Path) -
     assert asked == [] and snapshot.pages == 0 and snapshot.robots_fetches == 0
     assert snapshot.stop_reason == "max_time"
     assert exit_code_for(snapshot) is ExitCode.LIMIT
+
+
+@pytest.mark.parametrize("max_depth", [None, 0])
+async def test_a_seed_that_redirects_is_crawled_from_its_target(
+    tmp_path: Path, max_depth: int | None
+) -> None:
+    """``http://a.test/`` answering with ``http://www.a.test/``: the target is a seed (its
+    host joins a host scope, it is at depth 0), so the crawl goes on from there, and
+    ``--max-depth 0`` fetches it too; it is stored with the seeds for a resume."""
+    asked: list[str] = []
+
+    def site(url: str) -> Reply:
+        asked.append(url)
+        if url.endswith("/robots.txt"):
+            return 404
+        if url == "http://a.test/":
+            return (301, {"Location": "http://www.a.test/"}, b"")
+        if url == "http://www.a.test/":
+            links = '<a href="/p1">1</a> <a href="/p2">2</a> <a href="http://b.test/">b</a>'
+            return (200, HTML, f"<html><body>{links}</body></html>".encode())
+        return (200, HTML, b"<html><body>fine</body></html>")
+
+    state = tmp_path / "S"
+    config = _config(state, "http://a.test/", scope="host", max_depth=max_depth)
+    snapshot = await Crawler(config, fetcher=MemoryFetcher(site, SystemClock())).run()
+    pages = sorted(url for url in asked if not url.endswith("/robots.txt"))
+    if max_depth is None:
+        assert pages == [
+            "http://a.test/",
+            "http://www.a.test/",
+            "http://www.a.test/p1",
+            "http://www.a.test/p2",
+        ]
+        assert snapshot.skipped == {"out_of_scope": 1}  # b.test: the seeds' hosts only
+    else:
+        assert pages == ["http://a.test/", "http://www.a.test/"]
+        assert snapshot.skipped == {"too_deep": 3}  # /p1, /p2, b.test (depth first)
+    assert snapshot.stop_reason == "done"
+    store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+    seeds = await store.seeds()
+    await store.aclose()
+    assert sorted(seeds) == ["http://a.test/", "http://www.a.test/"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from courtly.crawl.links import LinkAdmission
+from courtly.crawl.links import MAX_SEED_REDIRECTS, LinkAdmission
 from courtly.fetch.records import FetchResult
 from courtly.frontier.records import AddStatus, QueuedUrl
 from courtly.url import DEFAULT_PARAMS, Scope
@@ -119,3 +119,35 @@ def test_credit_offers_entries_without_cash_as_they_came() -> None:
     offers, referrers = part_b.credit([entry], [None], [None])
     assert (offers, referrers) == ([entry], [None])
     assert part_b.importance.peek(entry.url, "b.test")[0] == 0
+
+
+def _redirect(url: str, location: str) -> FetchResult:
+    return FetchResult(url, 301, (("Location", location),), b"", 0.0, 0.0)
+
+
+def test_a_seeds_redirect_target_is_a_seed_for_a_few_hops() -> None:
+    """Within a host scope, a seed answering with another host's URL makes that URL a seed
+    (depth 0, its host in scope), and so on down the chain for MAX_SEED_REDIRECTS hops;
+    a redirect from a page below the seeds is a link like any other."""
+    links = LinkAdmission(
+        params=DEFAULT_PARAMS,
+        host_key=lambda url: url.split("/")[2],
+        levels=4,
+        robots_token="courtly",
+    )
+    links.scope = Scope.from_seeds(["http://a.test/"], "host")
+    page, depth = "http://a.test/", 0
+    for hop in range(1, MAX_SEED_REDIRECTS + 2):
+        target = f"http://h{hop}.a.test/"
+        facts = links.read(page, depth, _redirect(page, target))
+        if hop <= MAX_SEED_REDIRECTS:
+            assert facts.seed == target and [(e.url, e.depth) for e in facts.queued] == [
+                (target, 0)
+            ]
+        else:  # one hop too many: out of the host scope, as any link
+            assert (
+                facts.seed is None and facts.queued == [] and facts.skip_reasons == ["out_of_scope"]
+            )
+        page = target
+    deep = links.read("http://a.test/x", 1, _redirect("http://a.test/x", "http://z.test/"))
+    assert deep.seed is None and deep.skip_reasons == ["out_of_scope"]

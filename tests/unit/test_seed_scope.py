@@ -11,7 +11,9 @@ from courtly.store.memory import MemoryStore
 from courtly.url import DEFAULT_PARAMS, Scope
 
 
-def _process(store: MemoryStore, mode: str = "domain") -> tuple[SeedScope, LinkAdmission]:
+def _process(
+    store: MemoryStore, mode: str = "domain", *, shared: bool = True
+) -> tuple[SeedScope, LinkAdmission]:
     """One crawl process's seed scope and link admission on the shared ``store``."""
     links = LinkAdmission(
         params=DEFAULT_PARAMS,
@@ -23,7 +25,7 @@ def _process(store: MemoryStore, mode: str = "domain") -> tuple[SeedScope, LinkA
     def build(seeds: Sequence[str]) -> Scope:
         return Scope.from_seeds(seeds, mode, exclude=[r"/private/"])  # type: ignore[arg-type]
 
-    return SeedScope(store, links, build), links
+    return SeedScope(store, links, shared, build), links
 
 
 def _holds(links: LinkAdmission, url: str) -> bool:
@@ -42,7 +44,7 @@ async def test_a_process_widens_its_scope_to_the_seeds_another_one_added() -> No
     assert _holds(second_links, "http://shop.a.test/") and _holds(second_links, "http://b.test/")
     assert not _holds(first_links, "http://b.test/y")  # built before the second came
     # a page the scope does not hold makes it look for new seeds
-    await first.check_page("http://b.test/x")
+    await first.check_page("http://b.test/x", 1)
     assert _holds(first_links, "http://b.test/y") and _holds(first_links, "http://www.a.test/")
     assert not _holds(first_links, "http://b.test/private/1")  # the settings are kept
     assert await first.refresh() is False  # nothing new: one count read, no rebuild
@@ -81,3 +83,19 @@ async def test_a_rebuild_of_many_seeds_lets_the_crawl_run_meanwhile() -> None:
     assert turns >= 3  # its first turn, and one after each of the first two chunks
     assert all(_holds(links, seed) for seed in seeds[:: CHUNK // 4])
     assert links.scope is not None and len(links.scope.sites) == len(seeds)
+
+
+async def test_a_page_at_depth_0_out_of_scope_is_a_seed_another_process_found() -> None:
+    """A seed's redirect target is a seed (depth 0): the partition or process that fetches
+    it, without having seen the redirect, takes it as a seed too; a deeper page out of
+    scope does not widen the scope."""
+    store = MemoryStore()
+    process, links = _process(store, "host", shared=False)
+    await process.start(["http://a.test/"], [])
+    await process.check_page("http://c.test/deep", 1)
+    assert not _holds(links, "http://c.test/") and await store.seed_count() == 1
+    await process.check_page("http://www.a.test/", 0)
+    assert _holds(links, "http://www.a.test/p") and not _holds(links, "http://b.a.test/")
+    assert sorted(await store.seeds()) == ["http://a.test/", "http://www.a.test/"]
+    await process.check_page("http://www.a.test/", 0)  # in scope now: nothing more
+    assert await store.seed_count() == 2

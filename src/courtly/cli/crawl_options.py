@@ -99,7 +99,8 @@ _DECORATORS: list[Callable[[Any], Any]] = [
     click.option(
         "--scope",
         type=click.Choice(["host", "domain", "any"]),
-        help="Stay on the seeds' hosts, registered domains [domain], or go anywhere.",
+        help="Stay on the seeds' hosts, registered domains [domain], or go anywhere; a "
+        "seed's redirect target is a seed.",
     ),
     click.option(
         "--host-key",

@@ -195,6 +195,7 @@ class Crawler:
         self._seeds = SeedScope(
             self._store,
             self._links,
+            self._shared,
             lambda seeds: Scope.from_seeds(
                 seeds,
                 config.scope,
@@ -219,7 +220,7 @@ class Crawler:
             recrawl=self.recrawl,
             on_page=on_page,
             forward=self._forward if partition is not None else None,
-            check_page=self._seeds.check_page if self._shared and config.scope != "any" else None,
+            seeds=self._seeds if config.scope != "any" else None,
         )
         retry_s = fconfig.politeness.robots_retry_s
         self._robots = RobotsGate(

@@ -47,13 +47,18 @@ from courtly.robots import RobotsDecision
 from courtly.url import JoinCache, ParamPolicy, Scope, TrapConfig, UrlJoiner, canonicalize
 from courtly.url import trap_reason as _trap_reason
 
-__all__ = ["MAX_SITEMAPS", "LinkAdmission", "PageFacts"]
+__all__ = ["MAX_SEED_REDIRECTS", "MAX_SITEMAPS", "LinkAdmission", "PageFacts"]
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_SITEMAPS = 1_000
 """Most sitemap URLs one crawl process follows (robots.txt ``Sitemap:`` lines, indexes)."""
 _FETCHED = -1
 """The known set's depth of a URL fetched here (depths are >= 0): never lifted again."""
+MAX_SEED_REDIRECTS = 5
+"""Hops of a redirect chain from a seed whose targets are seeds too (as Heritrix's
+"seeds redirect new seeds"): a crawl of ``http://example.org/`` that answers with
+``https://www.example.org/`` starts there, within a ``host`` scope and ``--max-depth 0``
+too. Past that many hops (in one process), a redirect is a link like any other."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +86,10 @@ class PageFacts:
     at the depth the URL was first queued with when it is known here; not in ``queued``."""
     forwarded_cash: list[float] = field(default_factory=list)
     """The share of the page's OPIC cash each ``forwarded`` link carries to its owner."""
+    seed: str | None = None
+    """The redirect target of a seed (or of a seed's target, up to
+    :data:`MAX_SEED_REDIRECTS` hops), a seed itself: its site joined the scope, it is
+    queued at depth 0; the caller stores it with the crawl's seeds."""
 
 
 class LinkAdmission:
@@ -114,6 +123,7 @@ class LinkAdmission:
         self._token = robots_token
         self._known: dict[str, int] = {}  # URL -> depth it was first queued with, or _FETCHED
         self._max_known = max_known
+        self._redirect_hops: dict[str, int] = {}  # a seed's redirect target -> hops from it
 
     # -- the seen-set, as far as this process knows it ---------------------------------
 
@@ -157,12 +167,15 @@ class LinkAdmission:
         canonical: str | None = None
         noindex = False
         status = result.status
+        seed: str | None = None
         if status in REDIRECTS:
             location = result.header("Location")
             target = joiner.join(location) if location else None
             if target is not None:
                 redirect_to = target
                 urls.append(target)
+                if depth == 0:
+                    seed = self._seed_redirect(page_url, target)
         elif 200 <= status < 300:
             if page_url in self.sitemaps or looks_like_sitemap(result):
                 self._sitemap_urls(result, joiner, urls)
@@ -188,7 +201,8 @@ class LinkAdmission:
         links = tuple(dict.fromkeys(urls))
         forwarded: list[QueuedUrl] = []
         cash: list[float] = []
-        queued, skipped, chains = self._admit(page_url, depth + 1, links, reasons, forwarded, cash)
+        link_depth = 0 if seed is not None else depth + 1
+        queued, skipped, chains = self._admit(page_url, link_depth, links, reasons, forwarded, cash)
         return PageFacts(
             links,
             queued,
@@ -201,7 +215,26 @@ class LinkAdmission:
             chains,
             forwarded,
             cash,
+            seed,
         )
+
+    def _seed_redirect(self, page_url: str, target: str) -> str | None:
+        """``target`` if the redirect of the seed ``page_url`` to it makes it a seed (see
+        :data:`MAX_SEED_REDIRECTS`), its site then added to the scope; else ``None``."""
+        hops = self._redirect_hops.get(page_url, 0) + 1
+        scope = self.scope
+        if hops > MAX_SEED_REDIRECTS or scope is None or _trap_reason(target, self._traps):
+            return None
+        try:
+            site = scope.site_of(target)
+        except InvalidURL:
+            return None
+        if site is not None and site not in scope.sites:
+            self.scope = scope.with_sites((site,))
+        if len(self._redirect_hops) >= self._max_known:
+            self._redirect_hops.clear()
+        self._redirect_hops[target] = hops
+        return target
 
     def _element_finder(self) -> ElementFinder:
         finder = self._finder

@@ -43,6 +43,7 @@ from courtly.robots import RobotsDecision
 from courtly.store.base import FrontierStore
 
 if TYPE_CHECKING:
+    from courtly.crawl.seeds import SeedScope
     from courtly.recrawl import Recrawl  # loads numpy: imported only by a recrawl
 
 __all__ = ["PagePipeline", "drop_reasons"]
@@ -61,9 +62,9 @@ class PagePipeline:
     """Fetches and completes the pages of one crawl process (see the module doc).
 
     ``fetcher`` and ``warc`` are set when the crawl runs; ``forward`` is ``None`` for a
-    crawl that is not partitioned. ``check_page`` (a shared crawl's, see
-    :meth:`courtly.crawl.seeds.SeedScope.check_page`) is awaited with a page's URL
-    before its links are read.
+    crawl that is not partitioned. ``seeds`` (:class:`courtly.crawl.seeds.SeedScope`)
+    is asked about a page before its links are read, and told of a seed's redirect
+    target; ``None`` for an ``any`` scope.
     """
 
     def __init__(
@@ -79,7 +80,7 @@ class PagePipeline:
         recrawl: Recrawl | None,
         on_page: OnPage | None,
         forward: Forward | None,
-        check_page: Callable[[str], Awaitable[None]] | None = None,
+        seeds: SeedScope | None = None,
     ) -> None:
         self.fetcher: Fetcher | None = None
         self.warc: WarcWriter | None = None
@@ -93,7 +94,7 @@ class PagePipeline:
         self._recrawl = recrawl
         self._on_page = on_page
         self._forward = forward
-        self._check_page = check_page
+        self._seeds = seeds
 
     async def run(self, lease: Lease, decision: RobotsDecision) -> None:
         """Fetch ``lease.url`` (robots.txt allowed it) and complete or retry the lease."""
@@ -152,9 +153,12 @@ class PagePipeline:
             return
         # an exact duplicate (same main text as another URL read first): its links were taken
         follow = visit is None or visit.state.duplicate_of is None
-        if self._check_page is not None:
-            await self._check_page(lease.url)
+        seeds = self._seeds
+        if seeds is not None:
+            await seeds.check_page(lease.url, lease.depth)
         facts = self._links.read(lease.url, lease.depth, result, follow=follow)
+        if seeds is not None and facts.seed is not None:
+            await seeds.add(facts.seed)  # a seed's redirect target (its site is in scope)
         publish(PageDone(result.ended_at, host_key, status, facts.redirect_to is not None))
         discovered = facts.queued
         if self._forward is not None and (discovered or facts.forwarded):

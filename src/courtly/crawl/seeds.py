@@ -18,6 +18,14 @@ scope would skip every link of the new seeds' sites as ``out_of_scope``; measure
 this module: a process that joined a running crawl with the seeds of a second site had
 66 of that site's URLs skipped so by the first process, and 2 of its pages fetched).
 
+**Seeds' redirects.** The redirect target of a seed is a seed too (for up to
+:data:`courtly.crawl.links.MAX_SEED_REDIRECTS` hops: Heritrix's "seeds redirect new
+seeds"): its site joins the scope, it is queued at depth 0 and stored with the seeds
+(:meth:`SeedScope.add`), so ``http://example.org/`` answering with
+``https://www.example.org/`` is crawled from there in a ``host`` scope or at
+``--max-depth 0``. Another process or partition that fetches such a target finds a page
+at depth 0 out of its scope, and takes it as a seed as well.
+
 Trade-off: between another process adding seeds and this one's next tick, a link to
 the new seeds' sites from a page of the old ones is still judged with the old scope:
 skipped, catalogued ``out_of_scope``, not marked seen, so it is queued when found again.
@@ -34,6 +42,7 @@ process started from one seed file) changes the count of none, and makes no rebu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable, Sequence
 
@@ -59,10 +68,12 @@ class SeedScope:
         self,
         store: FrontierStore,
         links: LinkAdmission,
+        shared: bool,
         build: Callable[[Sequence[str]], Scope],
     ) -> None:
         self._store = store
         self._links = links
+        self._shared = shared
         self._build = build
         self._built_from = 0
         """How many seeds the scope now in ``links`` was built from."""
@@ -92,12 +103,31 @@ class SeedScope:
         log.info("the crawl has %d seeds (%+d): scope rebuilt", len(seeds), len(seeds) - before)
         return True
 
-    async def check_page(self, url: str) -> None:
-        """Before reading the links of the page at ``url``: refresh if the scope does not
-        hold it (see the module doc)."""
+    async def check_page(self, url: str, depth: int) -> None:
+        """Before reading the links of the page at ``url`` (at link ``depth``) that the
+        scope does not hold: on a shared store, look for seeds another process added
+        (see the module doc); a page at depth 0 is a seed's redirect target another
+        process (or partition) made a seed, so it is a seed here too."""
         scope = self._links.scope
-        if scope is not None and scope.check(url, 0) == "out_of_scope":
-            await self.refresh()
+        if scope is None or scope.check(url, 0) != "out_of_scope":
+            return
+        if self._shared and await self.refresh():
+            scope = self._links.scope
+            if scope is None or scope.check(url, 0) != "out_of_scope":
+                return
+        if depth == 0:
+            await self.add(url)
+
+    async def add(self, url: str) -> None:
+        """Store the seed ``url`` found by this process (a seed's redirect target) and add
+        its site to the scope (if it is not there yet)."""
+        await self._store.add_seeds([url])
+        scope = self._links.scope
+        if scope is not None:
+            with contextlib.suppress(InvalidURL):
+                site = scope.site_of(url)
+                if site is not None and site not in scope.sites:
+                    self._links.scope = scope.with_sites((site,))
 
     async def _apply(self, seeds: Sequence[str]) -> None:
         """Build the scope of ``seeds`` (each was checked before it was stored; one that
