@@ -151,3 +151,25 @@ def test_a_seeds_redirect_target_is_a_seed_for_a_few_hops() -> None:
         page = target
     deep = links.read("http://a.test/x", 1, _redirect("http://a.test/x", "http://z.test/"))
     assert deep.seed is None and deep.skip_reasons == ["out_of_scope"]
+
+
+def test_a_seeds_redirect_to_another_domain_joins_no_scope() -> None:
+    """A seed sent to another registered domain (a sign-on page, say) does not bring that
+    domain in; in an ``any`` scope the target is a seed all the same (depth 0)."""
+    for mode, seed in (("domain", None), ("host", None), ("any", "http://sso.other.test/")):
+        links = LinkAdmission(
+            params=DEFAULT_PARAMS,
+            host_key=lambda url: url.split("/")[2],
+            levels=4,
+            robots_token="courtly",
+        )
+        links.scope = Scope.from_seeds(["http://a.test/"], mode)  # type: ignore[arg-type]
+        facts = links.read(
+            "http://a.test/", 0, _redirect("http://a.test/", "http://sso.other.test/")
+        )
+        assert facts.seed == seed, mode
+        if seed is None:
+            assert facts.queued == [] and facts.skip_reasons == ["out_of_scope"]
+            assert links.scope.check("http://sso.other.test/", 0) == "out_of_scope"
+        else:
+            assert [(e.url, e.depth) for e in facts.queued] == [(seed, 0)]

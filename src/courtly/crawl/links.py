@@ -44,7 +44,15 @@ from courtly.frontier.traps import WalkGuard
 from courtly.parse.links import ElementFinder, extract_links, new_element_finder
 from courtly.parse.sitemaps import parse_sitemap
 from courtly.robots import RobotsDecision
-from courtly.url import JoinCache, ParamPolicy, Scope, TrapConfig, UrlJoiner, canonicalize
+from courtly.url import (
+    JoinCache,
+    ParamPolicy,
+    Scope,
+    TrapConfig,
+    UrlJoiner,
+    canonicalize,
+    hostname_of,
+)
 from courtly.url import trap_reason as _trap_reason
 
 __all__ = ["MAX_SEED_REDIRECTS", "MAX_SITEMAPS", "LinkAdmission", "PageFacts"]
@@ -56,9 +64,12 @@ _FETCHED = -1
 """The known set's depth of a URL fetched here (depths are >= 0): never lifted again."""
 MAX_SEED_REDIRECTS = 5
 """Hops of a redirect chain from a seed whose targets are seeds too (as Heritrix's
-"seeds redirect new seeds"): a crawl of ``http://example.org/`` that answers with
-``https://www.example.org/`` starts there, within a ``host`` scope and ``--max-depth 0``
-too. Past that many hops (in one process), a redirect is a link like any other."""
+"seeds redirect new seeds", but within the seed's registered domain, or an ``any``
+scope): a crawl of ``http://example.org/`` that answers with ``https://www.example.org/``
+starts there, within a ``host`` scope and at ``--max-depth 0`` too. A target on another
+registered domain joins no scope (a seed sent to a single sign-on page would otherwise
+bring in the provider's whole domain). Past that many hops (in one process), a redirect
+is a link like any other."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,11 +237,15 @@ class LinkAdmission:
         if hops > MAX_SEED_REDIRECTS or scope is None or _trap_reason(target, self._traps):
             return None
         try:
-            site = scope.site_of(target)
+            domain = scope.resolver.registered_domain
+            if domain(hostname_of(target)) == domain(hostname_of(page_url)):
+                site = scope.site_of(target)  # www., another host of the seed's domain
+                if site is not None and site not in scope.sites:
+                    self.scope = scope = scope.with_sites((site,))
         except InvalidURL:
             return None
-        if site is not None and site not in scope.sites:
-            self.scope = scope.with_sites((site,))
+        if scope.check(target, 0) is not None:
+            return None  # another domain, outside the scope: a link like any other
         if len(self._redirect_hops) >= self._max_known:
             self._redirect_hops.clear()
         self._redirect_hops[target] = hops
