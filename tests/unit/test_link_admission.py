@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from courtly.crawl.links import MAX_SEED_REDIRECTS, LinkAdmission
+from courtly.crawl.links import MAX_REDIRECT_HOPS, LinkAdmission
 from courtly.fetch.records import FetchResult
 from courtly.frontier.records import AddStatus, QueuedUrl
 from courtly.url import DEFAULT_PARAMS, Scope
@@ -127,7 +127,7 @@ def _redirect(url: str, location: str) -> FetchResult:
 
 def test_a_seeds_redirect_target_is_a_seed_for_a_few_hops() -> None:
     """Within a host scope, a seed answering with another host's URL makes that URL a seed
-    (depth 0, its host in scope), and so on down the chain for MAX_SEED_REDIRECTS hops;
+    (depth 0, its host in scope), and so on down the chain for MAX_REDIRECT_HOPS hops;
     a redirect from a page below the seeds is a link like any other."""
     links = LinkAdmission(
         params=DEFAULT_PARAMS,
@@ -137,10 +137,10 @@ def test_a_seeds_redirect_target_is_a_seed_for_a_few_hops() -> None:
     )
     links.scope = Scope.from_seeds(["http://a.test/"], "host")
     page, depth = "http://a.test/", 0
-    for hop in range(1, MAX_SEED_REDIRECTS + 2):
+    for hop in range(1, MAX_REDIRECT_HOPS + 2):
         target = f"http://h{hop}.a.test/"
         facts = links.read(page, depth, _redirect(page, target))
-        if hop <= MAX_SEED_REDIRECTS:
+        if hop <= MAX_REDIRECT_HOPS:
             assert facts.seed == target and [(e.url, e.depth) for e in facts.queued] == [
                 (target, 0)
             ]
@@ -173,3 +173,25 @@ def test_a_seeds_redirect_to_another_domain_joins_no_scope() -> None:
             assert links.scope.check("http://sso.other.test/", 0) == "out_of_scope"
         else:
             assert [(e.url, e.depth) for e in facts.queued] == [(seed, 0)]
+
+
+def test_a_redirect_is_not_a_link_hop_for_a_few_hops() -> None:
+    """A page's redirect target is at the page's depth (``--max-depth`` counts links), for
+    MAX_REDIRECT_HOPS hops of a chain; past them each hop counts as a link."""
+    links = LinkAdmission(
+        params=DEFAULT_PARAMS,
+        host_key=lambda url: url.split("/")[2],
+        levels=4,
+        robots_token="courtly",
+    )
+    links.scope = Scope.from_seeds(["http://a.test/"], "host", max_depth=2)
+    page = "http://a.test/old"
+    depths = []
+    for hop in range(1, MAX_REDIRECT_HOPS + 3):
+        target = f"http://a.test/r{hop}"
+        facts = links.read(page, 2, _redirect(page, target))
+        assert facts.seed is None  # only a seed's targets are seeds
+        depths.append([entry.depth for entry in facts.queued])
+        page = target
+    # within the hops, at depth 2 (in --max-depth 2); then one deeper each: too deep
+    assert depths == [[2]] * MAX_REDIRECT_HOPS + [[], []]

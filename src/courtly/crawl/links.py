@@ -55,21 +55,23 @@ from courtly.url import (
 )
 from courtly.url import trap_reason as _trap_reason
 
-__all__ = ["MAX_SEED_REDIRECTS", "MAX_SITEMAPS", "LinkAdmission", "PageFacts"]
+__all__ = ["MAX_REDIRECT_HOPS", "MAX_SITEMAPS", "LinkAdmission", "PageFacts"]
 
 REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_SITEMAPS = 1_000
 """Most sitemap URLs one crawl process follows (robots.txt ``Sitemap:`` lines, indexes)."""
 _FETCHED = -1
 """The known set's depth of a URL fetched here (depths are >= 0): never lifted again."""
-MAX_SEED_REDIRECTS = 5
-"""Hops of a redirect chain from a seed whose targets are seeds too (as Heritrix's
-"seeds redirect new seeds", but within the seed's registered domain, or an ``any``
-scope): a crawl of ``http://example.org/`` that answers with ``https://www.example.org/``
-starts there, within a ``host`` scope and at ``--max-depth 0`` too. A target on another
-registered domain joins no scope (a seed sent to a single sign-on page would otherwise
-bring in the provider's whole domain). Past that many hops (in one process), a redirect
-is a link like any other."""
+MAX_REDIRECT_HOPS = 5
+"""Hops of a redirect chain that are not link hops (as Heritrix counts them apart): the
+target of a redirect is at its source's depth, so ``--max-depth N`` reaches a page
+whose link at depth N answers ``http -> https``. And a seed's redirect targets are
+seeds (Heritrix's "seeds redirect new seeds", kept to the seed's registered domain, or
+an ``any`` scope): a crawl of ``http://example.org/`` that answers with
+``https://www.example.org/`` starts there, within a ``host`` scope too; a target on
+another registered domain joins no scope (a seed sent to a single sign-on page would
+otherwise bring in the provider's whole domain). Past that many hops of one chain (as
+one process saw it), a redirect counts as a link hop."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,7 @@ class PageFacts:
     """The share of the page's OPIC cash each ``forwarded`` link carries to its owner."""
     seed: str | None = None
     """The redirect target of a seed (or of a seed's target, up to
-    :data:`MAX_SEED_REDIRECTS` hops), a seed itself: its site joined the scope, it is
+    :data:`MAX_REDIRECT_HOPS` hops), a seed itself: its site joined the scope, it is
     queued at depth 0; the caller stores it with the crawl's seeds."""
 
 
@@ -134,7 +136,7 @@ class LinkAdmission:
         self._token = robots_token
         self._known: dict[str, int] = {}  # URL -> depth it was first queued with, or _FETCHED
         self._max_known = max_known
-        self._redirect_hops: dict[str, int] = {}  # a seed's redirect target -> hops from it
+        self._redirect_hops: dict[str, int] = {}  # a redirect target -> its chain's hops
 
     # -- the seen-set, as far as this process knows it ---------------------------------
 
@@ -179,14 +181,14 @@ class LinkAdmission:
         noindex = False
         status = result.status
         seed: str | None = None
+        link_depth = depth + 1
         if status in REDIRECTS:
             location = result.header("Location")
             target = joiner.join(location) if location else None
             if target is not None:
                 redirect_to = target
                 urls.append(target)
-                if depth == 0:
-                    seed = self._seed_redirect(page_url, target)
+                link_depth, seed = self._redirected(page_url, target, depth)
         elif 200 <= status < 300:
             if page_url in self.sitemaps or looks_like_sitemap(result):
                 self._sitemap_urls(result, joiner, urls)
@@ -212,7 +214,6 @@ class LinkAdmission:
         links = tuple(dict.fromkeys(urls))
         forwarded: list[QueuedUrl] = []
         cash: list[float] = []
-        link_depth = 0 if seed is not None else depth + 1
         queued, skipped, chains = self._admit(page_url, link_depth, links, reasons, forwarded, cash)
         return PageFacts(
             links,
@@ -229,12 +230,22 @@ class LinkAdmission:
             seed,
         )
 
-    def _seed_redirect(self, page_url: str, target: str) -> str | None:
-        """``target`` if the redirect of the seed ``page_url`` to it makes it a seed (see
-        :data:`MAX_SEED_REDIRECTS`), its site then added to the scope; else ``None``."""
+    def _redirected(self, page_url: str, target: str, depth: int) -> tuple[int, str | None]:
+        """The depth ``target``, the redirect target of ``page_url`` (at ``depth``), is
+        queued at, and the target again if it is a seed (see :data:`MAX_REDIRECT_HOPS`)."""
         hops = self._redirect_hops.get(page_url, 0) + 1
+        if len(self._redirect_hops) >= self._max_known:
+            self._redirect_hops.clear()
+        self._redirect_hops[target] = hops
+        if hops > MAX_REDIRECT_HOPS:
+            return depth + 1, None
+        return depth, self._seed_redirect(page_url, target) if depth == 0 else None
+
+    def _seed_redirect(self, page_url: str, target: str) -> str | None:
+        """``target`` if the seed ``page_url``'s redirect to it makes it a seed (see
+        :data:`MAX_REDIRECT_HOPS`), its site then added to the scope; else ``None``."""
         scope = self.scope
-        if hops > MAX_SEED_REDIRECTS or scope is None or _trap_reason(target, self._traps):
+        if scope is None or _trap_reason(target, self._traps):
             return None
         try:
             domain = scope.resolver.registered_domain
@@ -246,9 +257,6 @@ class LinkAdmission:
             return None
         if scope.check(target, 0) is not None:
             return None  # another domain, outside the scope: a link like any other
-        if len(self._redirect_hops) >= self._max_known:
-            self._redirect_hops.clear()
-        self._redirect_hops[target] = hops
         return target
 
     def _element_finder(self) -> ElementFinder:

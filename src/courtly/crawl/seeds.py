@@ -19,7 +19,7 @@ this module: a process that joined a running crawl with the seeds of a second si
 66 of that site's URLs skipped so by the first process, and 2 of its pages fetched).
 
 **Seeds' redirects.** The redirect target of a seed is a seed too (for up to
-:data:`courtly.crawl.links.MAX_SEED_REDIRECTS` hops, on the seed's registered domain:
+:data:`courtly.crawl.links.MAX_REDIRECT_HOPS` hops, on the seed's registered domain:
 Heritrix's "seeds redirect new seeds"): its site joins the scope, it is queued at depth 0
 and stored with the seeds
 (:meth:`SeedScope.add`), so ``http://example.org/`` answering with
