@@ -14,14 +14,20 @@ def _page(url: str, hrefs: list[str]) -> FetchResult:
     return FetchResult(url, 200, headers, b"<html><body>" + body + b"</body></html>", 0.0, 0.0)
 
 
-def test_a_lift_is_judged_at_the_depth_the_url_was_queued_with() -> None:
+def _reader(scope: Scope) -> LinkAdmission:
+    """A process's link admission with ``scope`` (host keys: the authority)."""
     links = LinkAdmission(
         params=DEFAULT_PARAMS,
         host_key=lambda url: url.split("/")[2],
         levels=4,
         robots_token="courtly",
     )
-    links.scope = Scope.from_seeds(["http://a.test/"], "any")
+    links.scope = scope
+    return links
+
+
+def test_a_lift_is_judged_at_the_depth_the_url_was_queued_with() -> None:
+    links = _reader(Scope.from_seeds(["http://a.test/"], "any"))
     front = links.read("http://a.test/", 0, _page("http://a.test/", ["/t", "/p0", "/p1", "/p2"]))
     links.note(front.queued, [AddStatus.QUEUED] * len(front.queued))
     target = next(entry for entry in front.queued if entry.url == "http://a.test/t")
@@ -60,13 +66,7 @@ def test_a_url_fetched_here_is_never_lifted_again() -> None:
 
 
 def _admission(owns: str | None = None) -> LinkAdmission:
-    links = LinkAdmission(
-        params=DEFAULT_PARAMS,
-        host_key=lambda url: url.split("/")[2],
-        levels=4,
-        robots_token="courtly",
-    )
-    links.scope = Scope.from_seeds(["http://a.test/"], "any")
+    links = _reader(Scope.from_seeds(["http://a.test/"], "any"))
     if owns is not None:
         links.owns = lambda key: key == owns
     return links
@@ -129,13 +129,7 @@ def test_a_seeds_redirect_target_is_a_seed_for_a_few_hops() -> None:
     """Within a host scope, a seed answering with another host's URL makes that URL a seed
     (depth 0, its host in scope), and so on down the chain for MAX_REDIRECT_HOPS hops;
     a redirect from a page below the seeds is a link like any other."""
-    links = LinkAdmission(
-        params=DEFAULT_PARAMS,
-        host_key=lambda url: url.split("/")[2],
-        levels=4,
-        robots_token="courtly",
-    )
-    links.scope = Scope.from_seeds(["http://a.test/"], "host")
+    links = _reader(Scope.from_seeds(["http://a.test/"], "host"))
     page, depth = "http://a.test/", 0
     for hop in range(1, MAX_REDIRECT_HOPS + 2):
         target = f"http://h{hop}.a.test/"
@@ -157,20 +151,15 @@ def test_a_seeds_redirect_to_another_domain_joins_no_scope() -> None:
     """A seed sent to another registered domain (a sign-on page, say) does not bring that
     domain in; in an ``any`` scope the target is a seed all the same (depth 0)."""
     for mode, seed in (("domain", None), ("host", None), ("any", "http://sso.other.test/")):
-        links = LinkAdmission(
-            params=DEFAULT_PARAMS,
-            host_key=lambda url: url.split("/")[2],
-            levels=4,
-            robots_token="courtly",
-        )
-        links.scope = Scope.from_seeds(["http://a.test/"], mode)  # type: ignore[arg-type]
+        links = _reader(Scope.from_seeds(["http://a.test/"], mode))  # type: ignore[arg-type]
         facts = links.read(
             "http://a.test/", 0, _redirect("http://a.test/", "http://sso.other.test/")
         )
         assert facts.seed == seed, mode
         if seed is None:
             assert facts.queued == [] and facts.skip_reasons == ["out_of_scope"]
-            assert links.scope.check("http://sso.other.test/", 0) == "out_of_scope"
+            scope = links.scope
+            assert scope is not None and scope.check("http://sso.other.test/", 0) == "out_of_scope"
         else:
             assert [(e.url, e.depth) for e in facts.queued] == [(seed, 0)]
 
@@ -178,13 +167,7 @@ def test_a_seeds_redirect_to_another_domain_joins_no_scope() -> None:
 def test_a_redirect_is_not_a_link_hop_for_a_few_hops() -> None:
     """A page's redirect target is at the page's depth (``--max-depth`` counts links), for
     MAX_REDIRECT_HOPS hops of a chain; past them each hop counts as a link."""
-    links = LinkAdmission(
-        params=DEFAULT_PARAMS,
-        host_key=lambda url: url.split("/")[2],
-        levels=4,
-        robots_token="courtly",
-    )
-    links.scope = Scope.from_seeds(["http://a.test/"], "host", max_depth=2)
+    links = _reader(Scope.from_seeds(["http://a.test/"], "host", max_depth=2))
     page = "http://a.test/old"
     depths = []
     for hop in range(1, MAX_REDIRECT_HOPS + 3):
