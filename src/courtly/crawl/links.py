@@ -136,7 +136,7 @@ class LinkAdmission:
         self._token = robots_token
         self._known: dict[str, int] = {}  # URL -> depth it was first queued with, or _FETCHED
         self._max_known = max_known
-        self._redirect_hops: dict[str, int] = {}  # a redirect target -> its chain's hops
+        self._redirect_hops: dict[str, int] = {}  # a redirect target not yet read -> hops
 
     # -- the seen-set, as far as this process knows it ---------------------------------
 
@@ -233,7 +233,7 @@ class LinkAdmission:
     def _redirected(self, page_url: str, target: str, depth: int) -> tuple[int, str | None]:
         """The depth ``target``, the redirect target of ``page_url`` (at ``depth``), is
         queued at, and the target again if it is a seed (see :data:`MAX_REDIRECT_HOPS`)."""
-        hops = self._redirect_hops.get(page_url, 0) + 1
+        hops = self._redirect_hops.pop(page_url, 0) + 1  # read once: the page is fetched
         if len(self._redirect_hops) >= self._max_known:
             self._redirect_hops.clear()
         self._redirect_hops[target] = hops
