@@ -149,19 +149,19 @@ def test_a_seeds_redirect_target_is_a_seed_for_a_few_hops() -> None:
 
 def test_a_seeds_redirect_to_another_domain_joins_no_scope() -> None:
     """A seed sent to another registered domain (a sign-on page, say) does not bring that
-    domain in; in an ``any`` scope the target is a seed all the same (depth 0)."""
-    for mode, seed in (("domain", None), ("host", None), ("any", "http://sso.other.test/")):
-        links = _reader(Scope.from_seeds(["http://a.test/"], mode))  # type: ignore[arg-type]
+    domain in; in an ``any`` scope the target is queued at the seed's depth, 0."""
+    for mode in ("domain", "host", "any"):
+        links = _reader(Scope.from_seeds(["http://a.test/"], mode))
         facts = links.read(
             "http://a.test/", 0, _redirect("http://a.test/", "http://sso.other.test/")
         )
-        assert facts.seed == seed, mode
-        if seed is None:
+        assert facts.seed is None, mode  # no scope widened, nothing to store
+        if mode != "any":
             assert facts.queued == [] and facts.skip_reasons == ["out_of_scope"]
             scope = links.scope
             assert scope is not None and scope.check("http://sso.other.test/", 0) == "out_of_scope"
-        else:
-            assert [(e.url, e.depth) for e in facts.queued] == [(seed, 0)]
+        else:  # at the seed's depth: fetched at --max-depth 0 too
+            assert [(e.url, e.depth) for e in facts.queued] == [("http://sso.other.test/", 0)]
 
 
 def test_a_redirect_is_not_a_link_hop_for_a_few_hops() -> None:

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 
 from courtly.crawl.links import LinkAdmission
-from courtly.crawl.seeds import CHUNK, SeedScope
+from courtly.crawl.seeds import CHUNK, REBUILD_SHARE, SeedScope
 from courtly.store.memory import MemoryStore
 from courtly.url import DEFAULT_PARAMS, Scope
 
@@ -25,7 +25,7 @@ def _process(
     def build(seeds: Sequence[str]) -> Scope:
         return Scope.from_seeds(seeds, mode, exclude=[r"/private/"])  # type: ignore[arg-type]
 
-    return SeedScope(store, links, shared, build), links
+    return SeedScope(store, links, build, others=shared), links
 
 
 def _holds(links: LinkAdmission, url: str) -> bool:
@@ -43,13 +43,41 @@ async def test_a_process_widens_its_scope_to_the_seeds_another_one_added() -> No
     assert seeds == ["http://b.test/x", "http://www.a.test/"]
     assert _holds(second_links, "http://shop.a.test/") and _holds(second_links, "http://b.test/")
     assert not _holds(first_links, "http://b.test/y")  # built before the second came
-    # a page the scope does not hold makes it look for new seeds
+    # a page of the other's site (queued by the other): its site joins the scope at once
     await first.check_page("http://b.test/x", 1)
     assert _holds(first_links, "http://b.test/y") and _holds(first_links, "http://www.a.test/")
     assert not _holds(first_links, "http://b.test/private/1")  # the settings are kept
+    assert await first.refresh() is True  # the count changed: rebuilt from both seeds
     assert await first.refresh() is False  # nothing new: one count read, no rebuild
     await store.add_seeds(["http://www.a.test/", "http://b.test/x"])
     assert await second.refresh() is False  # seeds given again change nothing
+
+
+async def test_a_rebuild_waits_until_the_last_ones_cost_allows() -> None:
+    """Rebuilds take at most REBUILD_SHARE of a process's time: after one that took
+    1 s (on the injected clock), the next waits until 1 / REBUILD_SHARE s from its start."""
+    now = [100.0]
+    store = MemoryStore()
+    links = LinkAdmission(
+        params=DEFAULT_PARAMS,
+        host_key=lambda url: url.split("/")[2],
+        levels=4,
+        robots_token="courtly",
+    )
+
+    def build(seeds: Sequence[str]) -> Scope:
+        now[0] += 1.0  # each build takes 1 s
+        return Scope.from_seeds(seeds, "host")
+
+    process = SeedScope(store, links, build, others=True, clock=lambda: now[0])
+    await process.start(["http://a.test/"], [])
+    await store.add_seeds(["http://b.test/"])
+    assert await process.refresh() is True  # began at 101, took 1 s
+    await store.add_seeds(["http://c.test/"])
+    now[0] = 101.0 + 1.0 / REBUILD_SHARE - 0.5
+    assert await process.refresh() is False and not _holds(links, "http://c.test/")
+    now[0] = 101.0 + 1.0 / REBUILD_SHARE
+    assert await process.refresh() is True and _holds(links, "http://c.test/")
 
 
 async def test_a_stored_seed_that_is_no_url_is_skipped() -> None:

@@ -195,7 +195,6 @@ class Crawler:
         self._seeds = SeedScope(
             self._store,
             self._links,
-            self._shared,
             lambda seeds: Scope.from_seeds(
                 seeds,
                 config.scope,
@@ -203,6 +202,8 @@ class Crawler:
                 exclude=config.exclude,
                 max_depth=config.max_depth,
             ),
+            others=self._shared or partition is not None,
+            clock=self._clock.now,
         )
         self.recrawl: Recrawl | None = None
         if config.recrawl:

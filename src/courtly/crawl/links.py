@@ -101,8 +101,8 @@ class PageFacts:
     """The share of the page's OPIC cash each ``forwarded`` link carries to its owner."""
     seed: str | None = None
     """The redirect target of a seed (or of a seed's target, up to
-    :data:`MAX_REDIRECT_HOPS` hops), a seed itself: its site joined the scope, it is
-    queued at depth 0; the caller stores it with the crawl's seeds."""
+    :data:`MAX_REDIRECT_HOPS` hops) whose site just joined the scope: a seed itself, for
+    the caller to store with the crawl's seeds."""
 
 
 class LinkAdmission:
@@ -242,21 +242,21 @@ class LinkAdmission:
         return depth, self._seed_redirect(page_url, target) if depth == 0 else None
 
     def _seed_redirect(self, page_url: str, target: str) -> str | None:
-        """``target`` if the seed ``page_url``'s redirect to it makes it a seed (see
-        :data:`MAX_REDIRECT_HOPS`), its site then added to the scope; else ``None``."""
+        """``target`` if the seed ``page_url``'s redirect to it adds its site to the scope
+        (see :data:`MAX_REDIRECT_HOPS`); else ``None``."""
         scope = self.scope
         if scope is None or _trap_reason(target, self._traps):
             return None
         try:
             domain = scope.resolver.registered_domain
-            if domain(hostname_of(target)) == domain(hostname_of(page_url)):
-                site = scope.site_of(target)  # www., another host of the seed's domain
-                if site is not None and site not in scope.sites:
-                    self.scope = scope = scope.with_sites((site,))
+            if domain(hostname_of(target)) != domain(hostname_of(page_url)):
+                return None  # another domain: in the scope only if it was already
+            site = scope.site_of(target)  # www., another host of the seed's domain
         except InvalidURL:
             return None
-        if scope.check(target, 0) is not None:
-            return None  # another domain, outside the scope: a link like any other
+        if site is None or site in scope.sites:
+            return None  # in the scope already: nothing to store
+        self.scope = scope.with_sites((site,))
         return target
 
     def _element_finder(self) -> ElementFinder:

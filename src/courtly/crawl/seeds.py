@@ -8,36 +8,38 @@ shared (Redis) crawl with seeds of its own widens every other process's scope to
 set in the store, not a list in a blob: two processes starting together each read the
 blob, added their seeds and wrote it back, so one's seeds could be lost.
 
-**Keeping a shared crawl's processes in step.** A process of a shared crawl rebuilds
-its scope when the store holds seeds it has not built it from: at every progress tick
-(:meth:`SeedScope.refresh`, one ``seed_count`` read when nothing changed), and before
-it reads the links of a page its scope says is out of scope (:meth:`SeedScope.check_page`):
-a page gets into the frontier only through a process whose scope holds it, so such a
-page is the sign that another process added seeds (reading its links with the old
-scope would skip every link of the new seeds' sites as ``out_of_scope``; measured before
-this module: a process that joined a running crawl with the seeds of a second site had
-66 of that site's URLs skipped so by the first process, and 2 of its pages fetched).
+**Keeping a crawl's processes in step.** A URL is queued only by a process whose scope
+held it, so a page that the scope of the process fetching it does not hold is one that
+another process's seeds, or a seed's redirect, put in scope: before reading its links
+(:meth:`SeedScope.check_page`) the process adds the page's site to its scope (a page at
+depth 0 is a seed's redirect target: stored with the seeds too). That needs no store
+read. On a shared store, a process also rebuilds its scope from the stored seeds when
+their count changed, at a progress tick (:meth:`SeedScope.refresh`, one ``seed_count``
+read when nothing changed), for links to another process's new sites found on pages of
+the old ones; measured before this module: a process that joined a running crawl with
+the seeds of a second site had 66 of that site's URLs skipped as ``out_of_scope`` by
+the first process, and 2 of its pages fetched. A single process on its own store
+widens nothing so: a page out of its scope there was queued under an older
+configuration (a resume with a narrower scope), and its links are judged by the new one.
 
-**Seeds' redirects.** The redirect target of a seed is a seed too (for up to
-:data:`courtly.crawl.links.MAX_REDIRECT_HOPS` hops, on the seed's registered domain:
-Heritrix's "seeds redirect new seeds"): its site joins the scope, it is queued at depth 0
-and stored with the seeds
+**Seeds' redirects.** The redirect target of a seed on the seed's registered domain is a
+seed too (Heritrix's "seeds redirect new seeds"; :data:`courtly.crawl.links.MAX_REDIRECT_HOPS`):
+its site joins the scope, and when that widened the scope it is stored with the seeds
 (:meth:`SeedScope.add`), so ``http://example.org/`` answering with
-``https://www.example.org/`` is crawled from there in a ``host`` scope or at
-``--max-depth 0``. Another process or partition that fetches such a target finds a page
-at depth 0 out of its scope, and takes it as a seed as well.
+``https://www.example.org/`` is crawled from there in a ``host`` scope.
 
-Trade-off: between another process adding seeds and this one's next tick, a link to
+Trade-off: between another process adding seeds and this one's next rebuild, a link to
 the new seeds' sites from a page of the old ones is still judged with the old scope:
 skipped, catalogued ``out_of_scope``, not marked seen, so it is queued when found again.
-Local partitions (``--processes N``) all start from the same seeds and need none of this.
 
 **Cost.** A rebuild reads every seed back and takes each one's site (its canonical
 host, and for ``domain`` its registered domain): about 20-30 microseconds a seed, so
 seconds for a crawl of a million. It runs in chunks of :data:`CHUNK` seeds with a turn
-of the event loop between them, so the crawl goes on meanwhile (with the scope before),
-and one rebuild runs at a time. A process that joins with seeds already stored (every
-process started from one seed file) changes the count of none, and makes no rebuild.
+of the event loop between them, so the crawl goes on meanwhile (with the scope before);
+one runs at a time, and the next waits until the last one's duration is at most
+:data:`REBUILD_SHARE` of the time since it began, so seeds added often (a crawl of many
+redirecting seeds) cannot keep a process rebuilding. A process that joins with seeds
+already stored (every process started from one seed file) changes the count of none.
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
+import time
 from collections.abc import Callable, Sequence
 
 from courtly.crawl.links import LinkAdmission
@@ -52,33 +56,41 @@ from courtly.errors import ConfigError, InvalidURL
 from courtly.store.base import FrontierStore
 from courtly.url import Scope
 
-__all__ = ["CHUNK", "SeedScope"]
+__all__ = ["CHUNK", "REBUILD_SHARE", "SeedScope"]
 
 log = logging.getLogger(__name__)
 
 CHUNK = 5_000
 """Seeds whose sites a rebuild takes between two turns of the event loop (about 0.1 s)."""
+REBUILD_SHARE = 0.1
+"""The most of a process's time scope rebuilds may take, paced by the last one's duration."""
 
 
 class SeedScope:
     """The crawl's seeds in ``store`` and the scope of ``links`` built from them:
     ``build`` is :meth:`courtly.url.Scope.from_seeds` with the crawl's settings (called
-    with one seed; the others' sites are added in chunks)."""
+    with one seed; the others' sites are added in chunks). ``others``: other processes
+    queue URLs too (a shared store, or a partitioned crawl). ``clock``: seconds, for
+    pacing rebuilds."""
 
     def __init__(
         self,
         store: FrontierStore,
         links: LinkAdmission,
-        shared: bool,
         build: Callable[[Sequence[str]], Scope],
+        *,
+        others: bool,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._store = store
         self._links = links
-        self._shared = shared
         self._build = build
+        self._others = others
+        self._clock = clock
         self._built_from = 0
-        """How many seeds the scope now in ``links`` was built from."""
+        """How many seeds the scope was last built from."""
         self._rebuilding = asyncio.Lock()
+        self._next_rebuild_at = -math.inf
 
     async def start(self, given: Sequence[str], earlier: Sequence[str]) -> list[str]:
         """Store ``earlier`` (the seeds an older courtly kept in the configuration blob)
@@ -93,36 +105,46 @@ class SeedScope:
         return seeds
 
     async def refresh(self) -> bool:
-        """Rebuild the scope if the store holds seeds it was not built from; whether it
-        did. A call made while a rebuild runs waits for it, then looks again."""
+        """Rebuild the scope if the store holds seeds it was not built from and the last
+        rebuild's cost allows one now (:data:`REBUILD_SHARE`); whether it did. A call made
+        while a rebuild runs waits for it, then looks again."""
         async with self._rebuilding:
+            if self._clock() < self._next_rebuild_at:
+                return False
             if await self._store.seed_count() == self._built_from:
                 return False
+            began = self._clock()
             seeds = await self._store.seeds()
             before = self._built_from
             await self._apply(seeds)
-        log.info("the crawl has %d seeds (%+d): scope rebuilt", len(seeds), len(seeds) - before)
+            took = self._clock() - began
+            self._next_rebuild_at = began + took / REBUILD_SHARE
+        log.info(
+            "the crawl has %d seeds (%+d): scope rebuilt in %.2f s",
+            len(seeds),
+            len(seeds) - before,
+            took,
+        )
         return True
 
     async def check_page(self, url: str, depth: int) -> None:
-        """Before reading the links of the page at ``url`` (at link ``depth``) that the
-        scope does not hold: on a shared store, look for seeds another process added
-        (see the module doc); a page at depth 0 is a seed's redirect target another
-        process (or partition) made a seed, so it is a seed here too."""
+        """Before reading the links of the page at ``url`` (at link ``depth``): if the
+        scope does not hold it and another process queued it, add its site (a page at
+        depth 0 is a seed's redirect target: stored as a seed too; see the module doc)."""
         scope = self._links.scope
         if scope is None or scope.check(url, 0) != "out_of_scope":
             return
-        if self._shared and await self.refresh():
-            scope = self._links.scope
-            if scope is None or scope.check(url, 0) != "out_of_scope":
-                return
         if depth == 0:
             await self.add(url)
+        elif self._others:
+            self._widen(url)
 
     async def add(self, url: str) -> None:
-        """Store the seed ``url`` found by this process (a seed's redirect target) and add
-        its site to the scope (if it is not there yet)."""
+        """Store the seed ``url`` (a seed's redirect target) and add its site to the scope."""
         await self._store.add_seeds([url])
+        self._widen(url)
+
+    def _widen(self, url: str) -> None:
         scope = self._links.scope
         if scope is not None:
             with contextlib.suppress(InvalidURL):
@@ -148,5 +170,7 @@ class SeedScope:
                 if site is not None:
                     sites.add(site)
         if scope is not None:
-            self._links.scope = scope.with_sites(sites)
+            current = self._links.scope  # sites added since (pages of other processes') stay
+            extra = current.sites if current is not None else frozenset()
+            self._links.scope = scope.with_sites(sites | extra)
         self._built_from = len(seeds)
