@@ -267,7 +267,10 @@ def test_a_fetcher_joining_with_seeds_of_its_own_widens_the_others_scope(
         )
         codes = wait_all([joiner, first])
         logs = [(tmp_path / f"{n}.log").read_text() for n in "ab"]
-        assert codes == [3, 0], logs  # the joiner stopped by --max-pages; the first drained
+        # the first drained the crawl; the joiner stopped by --max-pages, or, when every
+        # host of its seeds fell in the first one's shards (about 1 draw in 32), it may
+        # have found nothing left to fetch of its own: done all the same
+        assert codes[1] == 0 and codes[0] in (0, 3), logs
         records = web.records()
     finally:
         web.stop()
