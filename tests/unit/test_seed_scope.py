@@ -11,16 +11,20 @@ from courtly.store.memory import MemoryStore
 from courtly.url import DEFAULT_PARAMS, Scope
 
 
-def _process(
-    store: MemoryStore, mode: str = "domain", *, shared: bool = True
-) -> tuple[SeedScope, LinkAdmission]:
-    """One crawl process's seed scope and link admission on the shared ``store``."""
-    links = LinkAdmission(
+def _admission() -> LinkAdmission:
+    return LinkAdmission(
         params=DEFAULT_PARAMS,
         host_key=lambda url: url.split("/")[2],
         levels=4,
         robots_token="courtly",
     )
+
+
+def _process(
+    store: MemoryStore, mode: str = "domain", *, shared: bool = True
+) -> tuple[SeedScope, LinkAdmission]:
+    """One crawl process's seed scope and link admission on the shared ``store``."""
+    links = _admission()
 
     def build(seeds: Sequence[str]) -> Scope:
         return Scope.from_seeds(seeds, mode, exclude=[r"/private/"])  # type: ignore[arg-type]
@@ -58,12 +62,7 @@ async def test_a_rebuild_waits_until_the_last_ones_cost_allows() -> None:
     1 s (on the injected clock), the next waits until 1 / REBUILD_SHARE s from its start."""
     now = [100.0]
     store = MemoryStore()
-    links = LinkAdmission(
-        params=DEFAULT_PARAMS,
-        host_key=lambda url: url.split("/")[2],
-        levels=4,
-        robots_token="courtly",
-    )
+    links = _admission()
 
     def build(seeds: Sequence[str]) -> Scope:
         now[0] += 1.0  # each build takes 1 s
