@@ -251,12 +251,12 @@ class LinkAdmission:
             domain = scope.resolver.registered_domain
             if domain(hostname_of(target)) != domain(hostname_of(page_url)):
                 return None  # another domain: in the scope only if it was already
-            site = scope.site_of(target)  # www., another host of the seed's domain
+            widened = scope.with_seed(target)  # www., another host of the seed's domain
         except InvalidURL:
             return None
-        if site is None or site in scope.sites:
+        if widened is scope:
             return None  # in the scope already: nothing to store
-        self.scope = scope.with_sites((site,))
+        self.scope = widened
         return target
 
     def _element_finder(self) -> ElementFinder:

@@ -149,9 +149,7 @@ class SeedScope:
         scope = self._links.scope
         if scope is not None:
             with contextlib.suppress(InvalidURL):
-                site = scope.site_of(url)
-                if site is not None and site not in scope.sites:
-                    self._links.scope = scope.with_sites((site,))
+                self._links.scope = scope.with_seed(url)
 
     async def _apply(self, seeds: Sequence[str]) -> None:
         """Build the scope of ``seeds`` (each was checked before it was stored; one that

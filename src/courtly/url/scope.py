@@ -100,6 +100,15 @@ class Scope:
             return self.resolver.registered_domain(host)
         return None
 
+    def with_seed(self, seed: str) -> Scope:
+        """A copy that also holds the site of the seed URL ``seed``; this same scope when
+        it holds that site already (or for mode ``"any"``). Raises
+        :class:`~courtly.errors.InvalidURL` as :meth:`site_of` does."""
+        site = self.site_of(seed)
+        if site is None or site in self.sites:
+            return self
+        return replace(self, sites=self.sites | {site})
+
     def with_sites(self, sites: Iterable[str]) -> Scope:
         """A copy that also holds ``sites`` (as :meth:`site_of` gives them); the same scope
         for mode ``"any"``."""
