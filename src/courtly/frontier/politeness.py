@@ -12,6 +12,16 @@ server's own words. Back-off grows from three signals: 429/503 (with
 host's baseline. A host whose errors keep coming is *parked* for growing
 intervals and, after ``retire_after_parks`` parkings, *retired* (``"failing"``).
 
+A 429 or 503 that carries ``Retry-After`` is the server's own schedule: the host
+waits exactly that long (never less than the gap rule), and such *guided* answers
+park the host only after ``park_after_throttles`` of them in a row (a server that
+never lets the crawler in), not after ``park_after_errors``: a server working
+through an overload window is asked again when it said, as it asked, rather than
+left for a minute it did not ask for. Failures that carry no such guidance (5xx,
+429/503 without ``Retry-After``, no response) park after ``park_after_errors``;
+the streak counts both kinds, so guided answers followed by unguided ones park at
+the lower threshold.
+
 A host is also retired when no request to it can succeed: ``"blocked"`` at once
 when the address guard refuses its address (:attr:`OutcomeKind.BLOCKED`), and
 ``"dead"`` after ``dead_after_failures`` consecutive requests with no response at
@@ -66,6 +76,9 @@ class PolitenessConfig:
     """Latency signals are ignored below this baseline (loopback jitter is not a struggle)."""
     park_after_errors: int = 5
     """This many consecutive failures park the host."""
+    park_after_throttles: int = 20
+    """This many consecutive 429/503 answers that each carried ``Retry-After`` (each
+    waited out exactly) park the host; see the module doc."""
     park_s: float = 60.0
     """First parking interval; doubles with each parking."""
     retire_after_parks: int = 4
@@ -94,6 +107,8 @@ class PolitenessConfig:
             raise ValueError("max_delay_s must be >= min_delay_s")
         if self.robots_retry_s <= 0:
             raise ValueError("robots_retry_s must be > 0")
+        if self.park_after_errors < 1 or self.park_after_throttles < 1:
+            raise ValueError("park_after_errors and park_after_throttles must be >= 1")
         if self.dead_after_failures < 1:
             raise ValueError("dead_after_failures must be >= 1")
         if self.max_attempts < 1:
@@ -239,7 +254,7 @@ def apply_outcome(state: HostState, outcome: Outcome, cfg: PolitenessConfig) -> 
             from_retry_after = True
         else:
             backoff = min(cfg.error_backoff_s * 2 ** min(streak - 1, 30), cfg.max_backoff_s)
-        if streak >= cfg.park_after_errors:
+        if streak >= (cfg.park_after_throttles if from_retry_after else cfg.park_after_errors):
             parks += 1
             streak = 0
             if parks >= cfg.retire_after_parks and retired is None:

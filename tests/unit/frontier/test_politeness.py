@@ -97,6 +97,55 @@ def test_retry_after_sets_the_backoff() -> None:
     assert is_parked(state, CFG)
 
 
+def _answers(
+    state: HostState, statuses: list[int], retry_after_s: float | None, cfg: PolitenessConfig
+) -> tuple[HostState, list[float]]:
+    """``state`` after answers of ``statuses``, each asked at the host's next allowed
+    time, and the gap each answer left (from its end)."""
+    gaps = []
+    t = state.next_allowed_at
+    for status in statuses:
+        ended = t + 0.01
+        outcome = Outcome.from_status(status, t, ended, retry_after_s=retry_after_s)
+        state = apply_outcome(state, outcome, cfg)
+        gaps.append(round(state.next_allowed_at - ended, 9))
+        t = state.next_allowed_at
+    return state, gaps
+
+
+def test_an_overload_window_with_retry_after_is_waited_out_exactly() -> None:
+    """Five 429/503 in a row, each with ``Retry-After: 2``: the host is asked again
+    after each 2 s, as the server said, and not parked (a failure streak of five
+    unguided errors would park it: see the next test)."""
+    state, gaps = _answers(HostState("h"), [429, 503, 429, 429, 503], 2.0, CFG)
+    assert gaps == [2.0] * 5
+    assert state.parks == 0 and state.error_streak == 5
+    state, gaps = _answers(state, [200], None, CFG)
+    assert gaps == [1.0] and state.error_streak == 0
+
+
+def test_guided_throttles_park_only_after_park_after_throttles_in_a_row() -> None:
+    cfg = PolitenessConfig(park_after_errors=3, park_after_throttles=6, park_s=60.0)
+    state, gaps = _answers(HostState("h"), [429] * 6, 2.0, cfg)
+    assert gaps == [2.0] * 5 + [60.0]
+    assert state.parks == 1
+
+
+def test_unguided_failures_after_guided_ones_park_at_the_error_threshold() -> None:
+    cfg = PolitenessConfig(park_after_errors=3, park_after_throttles=20, park_s=60.0)
+    state, _ = _answers(HostState("h"), [429, 429], 2.0, cfg)
+    assert state.parks == 0
+    state, gaps = _answers(state, [503], None, cfg)
+    assert state.parks == 1 and gaps == [60.0]
+
+
+def test_throttles_without_retry_after_park_after_park_after_errors() -> None:
+    cfg = PolitenessConfig(park_after_errors=3, park_s=60.0)
+    state, gaps = _answers(HostState("h"), [429, 429, 429], None, cfg)
+    assert gaps == [5.0, 10.0, 60.0]
+    assert state.parks == 1
+
+
 def test_503_without_retry_after_backs_off_exponentially() -> None:
     state = HostState("h")
     gaps = []
