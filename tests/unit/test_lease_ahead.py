@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 from courtly.clock import FakeClock, SystemClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot
-from courtly.crawl.dispatch import LEASE_AHEAD_S, ReadyWaits, wait_until
+from courtly.crawl.dispatch import LEASE_AHEAD_S, ReadyWaits, timer_delay_s, wait_until
 from courtly.events import HostStateChanged
 from courtly.fetch.memory import MemoryFetcher
 from courtly.fetch.records import FetchResult
@@ -42,6 +43,42 @@ def test_wait_until_never_returns_before_its_time_even_on_a_clock_that_wakes_ear
     before = clock.now()
     asyncio.run(wait_until(clock, before - 1.0))  # already due: no sleep at all
     assert clock.now() == before
+
+
+@given(
+    now_s=st.floats(min_value=0.0, max_value=1e7, allow_nan=False),
+    left_s=st.floats(min_value=0.0, max_value=120.0, allow_nan=False),
+    started_late_ms=st.integers(min_value=0, max_value=3),
+)
+def test_the_timer_delay_fires_at_the_first_millisecond_at_or_after_the_target(
+    now_s: float, left_s: float, started_late_ms: int
+) -> None:
+    """uvloop's timer as libuv runs it: started at the loop's time (the monotonic clock
+    truncated to the millisecond, read when the timer starts: that many milliseconds
+    later than ``now_s`` at most), it fires once the loop's time reaches the start plus
+    the delay rounded to whole milliseconds. With the delay asked for, it fires at or
+    after the target, and on time no more than a millisecond after it."""
+    now_ms = now_s * 1000.0
+    target_ms = now_ms + left_s * 1000.0
+    start_ms = math.floor(now_ms) + started_late_ms
+    fires_ms = start_ms + round(timer_delay_s(left_s, now_s) * 1000)
+    assert fires_ms >= target_ms
+    assert fires_ms - started_late_ms <= target_ms + 1.0
+
+
+def test_wait_until_on_uvloop_never_returns_before_its_time() -> None:
+    import uvloop
+
+    async def run() -> list[float]:
+        clock = SystemClock()
+        early = []
+        for i in range(20):
+            at = clock.now() + 0.0003 * i + 0.0001
+            await wait_until(clock, at)
+            early.append(at - clock.now())
+        return early
+
+    assert all(gap <= 0.0 for gap in uvloop.run(run()))
 
 
 class _Recorded(Crawler):

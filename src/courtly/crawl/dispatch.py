@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import heapq
+import math
+import time
 from collections.abc import Callable, Coroutine, Sequence
 from typing import Any
 
@@ -30,7 +32,7 @@ from courtly.frontier.politeness import delay_source, politeness_delay_s
 from courtly.frontier.records import Lease, Outcome
 from courtly.page_budget import FetchClaims
 
-__all__ = ["LEASE_AHEAD_S", "Fetches", "ReadyWaits", "idle", "wait_until"]
+__all__ = ["LEASE_AHEAD_S", "Fetches", "ReadyWaits", "idle", "timer_delay_s", "wait_until"]
 
 LEASE_AHEAD_S = 0.05
 """How far ahead of a host's allowed time the dispatcher may lease it (stores on the
@@ -129,19 +131,32 @@ async def idle(wake: asyncio.Event, clock: Clock, wait_s: float) -> None:
         sleeper.cancel()
 
 
-_TIMER_SLACK_S = 0.0015
-"""Added to a timer on the system clock so that it fires after its time, not up to a
-millisecond before it (the loop's timers keep whole milliseconds): one turn of the loop
-for the wait, where a timer that fired early takes another (and a turn of a busy loop
-costs more than the slack)."""
+def timer_delay_s(left_s: float, monotonic_s: float) -> float:
+    """The delay to give the loop's timer so that it fires ``left_s`` seconds from now on
+    the monotonic clock, never before, and within the millisecond after.
+
+    uvloop (libuv) keeps whole milliseconds: a timer started with ``delay`` fires once the
+    loop's time, the monotonic clock truncated to the millisecond, reaches its truncated
+    "now" at the start plus ``round(delay * 1000)``. So the delay asked for is the number
+    of whole milliseconds from the truncated "now" to the first millisecond at or after
+    the target: the timer can fire neither before the target (the loop's time never runs
+    ahead of the monotonic clock) nor, on a free loop, more than a millisecond after it.
+    A fixed slack of 1.5 ms on ``left_s`` did the same with 1.5-2.5 ms of lateness a wait.
+    On asyncio's own loop (times kept as floats) the answer is at most a millisecond
+    longer than ``left_s``. ``monotonic_s`` is ``time.monotonic()`` now (an argument, so
+    that the rule is a pure function).
+    """
+    now_ms = monotonic_s * 1000.0
+    return (math.ceil(now_ms + left_s * 1000.0) - math.floor(now_ms)) / 1000.0
 
 
 async def wait_until(clock: Clock, at: float) -> None:
     """Return once ``clock.now() >= at``, never before (at once if it already is)."""
     if type(clock) is SystemClock:
-        # A time to reach, no event to wait on: the slack makes it one timer.
+        # A time to reach, no event to wait on: one timer, at the first millisecond of
+        # the loop's clock at or after it (the wall clock is checked again on waking).
         while (left_s := at - clock.now()) > 0:  # noqa: ASYNC110
-            await asyncio.sleep(left_s + _TIMER_SLACK_S)
+            await asyncio.sleep(timer_delay_s(left_s, time.monotonic()))
         return
     while (left_s := at - clock.now()) > 0:
         await clock.sleep(left_s)
