@@ -415,6 +415,7 @@ def test_a_running_crawl_is_reported_only_while_its_lock_is_held(tmp_path: Path)
     assert data["running"] is True and data["config"]["seeds"] == [SEED]
     assert "crawl      running" in text and "{" not in text  # words, not Python dicts
     assert "config     5000 seed(s)" in text
+    assert "concurrency auto," in text  # autoscaled fetchers (none pinned), not "None"
 
 
 def _table(outcomes: list[Outcome]) -> str:

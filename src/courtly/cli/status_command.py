@@ -181,10 +181,11 @@ def status_lines(data: dict[str, Any]) -> list[str]:
     config = data.get("config")
     if config:
         seeds = config.get("seeds_total", len(config.get("seeds", [])))
+        concurrency = config.get("concurrency")
         lines.append(
             f"config     {seeds} seed(s), scope {config.get('scope')}, min delay "
-            f"{config.get('min_delay_s')} s, concurrency {config.get('concurrency')}, "
-            f"store {config.get('store')}"
+            f"{config.get('min_delay_s')} s, concurrency "
+            f"{'auto' if concurrency is None else concurrency}, store {config.get('store')}"
         )
     return lines
 
