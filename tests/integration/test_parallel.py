@@ -14,7 +14,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
+import itertools
 import json
 import signal
 import subprocess
@@ -626,3 +628,60 @@ def test_a_partitioned_crawl_makes_exactly_max_pages(
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len([row for row in rows if row.get("status") is not None]) == max_pages
+
+
+class _Lines:
+    """A progress sink that keeps each update with the moment it came."""
+
+    def __init__(self) -> None:
+        self.updates: list[tuple[float, CrawlSnapshot]] = []
+
+    def update(self, snapshot: CrawlSnapshot) -> None:
+        self.updates.append((time.monotonic(), snapshot))
+
+    def close(self, snapshot: CrawlSnapshot) -> None:
+        pass
+
+
+def test_progress_goes_on_while_the_partitions_finish_and_never_repeats_a_line(
+    tmp_path: Path, serve_web: Callable[[SandboxSpec], LiveWeb]
+) -> None:
+    """While stopping, the partitions finish their requests in flight (here robots.txt
+    that never answer, cut short by the grace): the progress lines go on with fresh
+    figures, and no line repeats the one before it. Before, the parent stopped asking
+    the partitions once it had relayed the stop and printed their last figures again at
+    every interval, the elapsed time frozen."""
+    spec = SandboxSpec(
+        n_sites=1,
+        hosts_per_site=4,
+        robots_variants=("hang",),
+        hang_s=60.0,
+        slow_hosts=0,
+        flaky_hosts=0,
+        dead_hosts=0,
+        trap_hosts=0,
+        hostile_hosts=0,
+    )
+    web = serve_web(spec)
+    config = crawl_config(
+        web, tmp_path / "state", processes=2, progress_interval_s=0.2, stop_grace_s=2.0
+    )
+    lines = _Lines()
+    crawl = PartitionedCrawl(config, progress=lines)
+
+    async def run() -> tuple[float, CrawlSnapshot]:
+        task = asyncio.create_task(crawl.run())
+        while not any(s.in_flight for _, s in lines.updates):  # the robots.txt hang
+            assert not task.done()
+            await asyncio.sleep(0.05)
+        stopped_at = time.monotonic()
+        crawl.request_stop("signal")
+        return stopped_at, await task
+
+    stopped_at, final = run_async(run())
+    assert final.stop_reason == "signal"
+    snapshots = [s for _, s in lines.updates]
+    assert all(a != b for a, b in itertools.pairwise(snapshots)), "a progress line repeated"
+    after = [s for at, s in lines.updates if at > stopped_at + 0.5]
+    assert after, "no progress line while the partitions finished"
+    assert after[-1].elapsed_s > max(s.elapsed_s for at, s in lines.updates if at <= stopped_at)

@@ -35,6 +35,8 @@ log = logging.getLogger("courtly.parallel")
 _LOOK_S = 0.02
 """How often the parent looks at its partitions' answers and liveness, and relays a stop
 (seconds; every look costs the parent a few system calls)."""
+_PROGRESS_ONLY = -1
+"""The round of a probe sent while stopping: its answers feed the progress lines only."""
 
 
 def probe_wait_s(answers: Sequence[PartitionStatus], idle_s: float, busy_s: float) -> float:
@@ -160,6 +162,8 @@ class PartitionedCrawl:
         probe_due_at = time.monotonic() + self._probe_interval_s
         probing = False
         progress_due_at = time.monotonic() + self.config.progress_interval_s
+        fresh = False
+        """A partition answered since the last progress line."""
         max_pages = self.config.max_pages
 
         def send(command: Command) -> None:
@@ -168,11 +172,13 @@ class PartitionedCrawl:
                     commands[i].put(command)
 
         def drain() -> None:
+            nonlocal fresh
             while True:
                 try:
                     message = replies.get_nowait()
                 except queue.Empty:
                     return
+                fresh = True
                 if message[0] == "status":
                     status: PartitionStatus = message[1]
                     latest[status.index] = status.snapshot
@@ -220,7 +226,15 @@ class PartitionedCrawl:
                 elif not probing and now >= probe_due_at:
                     probing = True
                     send(Probe(round_no))
-            if self._progress is not None and now >= progress_due_at and latest:
+            elif now >= probe_due_at:
+                # Stopping: the partitions finish their requests in flight; ask for their
+                # figures once a progress interval, for the progress lines only (a round
+                # no answer counts towards, so a partition already done holds up nothing).
+                probe_due_at = now + self.config.progress_interval_s
+                send(Probe(_PROGRESS_ONLY))
+            if self._progress is not None and now >= progress_due_at and latest and fresh:
+                # a line only for new figures: the same line again would say nothing
+                fresh = False
                 progress_due_at = now + self.config.progress_interval_s
                 merged = merge_snapshots(list(latest.values()), self.config.state_dir)
                 self._progress.update(merged)
