@@ -88,6 +88,10 @@ async def test_a_resumed_crawl_keeps_robots_decisions_and_politeness(tmp_path: P
     asked_again = [r.host for r in after if r.path == "/robots.txt" and r.host in ok_before]
     assert asked_again == []
     assert {r.host for r in after} & ok_before, "the resumed run fetched from those hosts"
+    # status.json (what `courtly status` shows of a running crawl) counts the stored seeds,
+    # not the none given to the resumed run
+    status = json.loads((tmp_path / "state" / STATUS_FILE).read_text(encoding="utf-8"))
+    assert status["config"]["seeds_total"] == len(web.seeds) > 0
     report = audit(
         records,
         spec_or_truth=web.truth,

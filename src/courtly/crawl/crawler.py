@@ -172,9 +172,10 @@ class Crawler:
             store_.front_by_level if isinstance(store_, FrontDepths) else None,
         )
         self.events.subscribe(self.observation)
-        self.events.subscribe(
-            StatusFile(config.state_dir / STATUS_FILE, config.identity(), self._clock.now), (Tick,)
+        self._status_file = StatusFile(
+            config.state_dir / STATUS_FILE, config.identity(), self._clock.now
         )
+        self.events.subscribe(self._status_file, (Tick,))
         if progress is not None:
             self.events.subscribe(TickToProgress(progress), (Tick,))
         self._observed: dict[str, Any] = {}
@@ -411,6 +412,7 @@ class Crawler:
             )
         identity["seeds"] = seeds  # the first LISTED_SEEDS: the store keeps every one
         await self._store.put_blob("crawl", "config", json.dumps(status_config(identity)).encode())
+        self._status_file.configure(identity)  # status.json: every seed, not the given ones
         candidates = [Candidate(s, is_seed=True) for s in seeds]
         if self._partition is None:  # walk budgets and host quality, kept across a resume
             await load_learnt(self._store, self._links.walks, self._links.importance)

@@ -93,6 +93,11 @@ class StatusFile:
         self._config_json = json.dumps(status_config(identity))
         self._now = now
 
+    def configure(self, identity: dict[str, Any]) -> None:
+        """The configuration to write from now on: the crawl's, once its start has read
+        the seeds the store holds (a resume gives none, or only some, on its command line)."""
+        self._config_json = json.dumps(status_config(identity))
+
     def notify(self, event: Event) -> None:
         if isinstance(event, Tick):
             self.write(event.snapshot)
