@@ -20,6 +20,8 @@ import json
 import os
 import re
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
@@ -470,3 +472,28 @@ def test_status_of_a_stopped_crawl_lists_every_seed(tmp_path: Path, older: bool)
     config = json.loads(result.output)["config"]
     assert config["seeds"][:100] == seeds[:100] and sorted(config["seeds"]) == sorted(seeds)
     assert config["seeds_total"] == 150
+
+
+def test_export_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    """``courtly export | head -1``: the reader goes away with most of the catalogue
+    unread. The export ends with status 1 (its output is not whole) and says nothing:
+    before, it printed ``Error: Broken pipe``."""
+    state = tmp_path / "S"
+    state.mkdir()
+
+    async def make() -> None:
+        store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+        await store.record([CatalogueEntry(f"{SEED}{i}", status=200) for i in range(5000)])
+        await store.aclose()
+
+    run_async(make())
+    command = [sys.executable, "-m", "courtly", "export", "--state", str(state)]
+    with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
+        assert process.stdout is not None and process.stderr is not None
+        first = process.stdout.readline()
+        process.stdout.close()  # the reader goes away
+        stderr = process.stderr.read().decode()
+        code = process.wait(timeout=120)
+    assert json.loads(first)["url"].startswith(SEED)
+    assert code == ExitCode.FAILED
+    assert stderr == ""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -71,5 +72,12 @@ def expected_errors(summary_json: Path | None = None) -> Iterator[None]:
             "state directory away to start a new crawl",
             summary_json,
         )
+    except BrokenPipeError:
+        # The reader of the output went away (``courtly export | head``): not an error of
+        # courtly's to report. Exit quietly (status 1: the output is not whole), with
+        # standard output pointed at nothing so that its flush at exit fails no more.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(ExitCode.FAILED)
     except OSError as error:
         fail(os_error_text(error), summary_json)
