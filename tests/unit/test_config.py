@@ -11,7 +11,7 @@ import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from courtly.config import CrawlConfig, check_setting, flag_name, load_toml
+from courtly.config import CrawlConfig, check_setting, flag_name, load_toml, read_seeds_file
 from courtly.errors import ConfigError
 
 UA = "mybot/1.0 (+https://example.org/bot)"
@@ -116,6 +116,22 @@ def test_toml_values_are_typed_by_key(tmp_path: Path) -> None:
 def test_a_toml_seeds_string_is_one_seed(tmp_path: Path) -> None:
     values = _load(tmp_path, '[crawl]\nseeds = "http://a.test/"\n')
     assert values["seeds"] == ("http://a.test/",)
+
+
+def test_files_saved_with_a_byte_order_mark_and_crlf_lines_read_as_without(
+    tmp_path: Path,
+) -> None:
+    """Editors on Windows save UTF-8 with a byte order mark and CRLF line ends: the first
+    seed of such a seeds file was refused as '\ufeffhttp://...', and a TOML file with one
+    did not parse."""
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_bytes(b"\xef\xbb\xbfhttp://a.test/\r\n# a comment\r\n\r\nhttp://b.test/\r\n")
+    assert read_seeds_file(seeds) == ["http://a.test/", "http://b.test/"]
+    config = tmp_path / "crawl.toml"
+    config.write_bytes(
+        b'\xef\xbb\xbf[crawl]\r\nscope = "host"\r\nseeds-file = "' + str(seeds).encode() + b'"\r\n'
+    )
+    assert load_toml(config) == {"scope": "host", "seeds": ("http://a.test/", "http://b.test/")}
 
 
 def test_every_flag_spelling_is_a_toml_key(tmp_path: Path) -> None:

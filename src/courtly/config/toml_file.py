@@ -46,7 +46,7 @@ def load_toml(path: Path) -> dict[str, Any]:
     after merging with flags; unknown keys and bad values raise :class:`ConfigError`.
     """
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
         raise ConfigError(f"cannot read config file {path}: {error}") from None
     table = data.get("crawl", data)
@@ -78,9 +78,10 @@ def load_toml(path: Path) -> dict[str, Any]:
 
 
 def read_seeds_file(path: Path) -> list[str]:
-    """One URL per line; blank lines and ``#`` comments ignored."""
+    """One URL per line (UTF-8; a byte order mark and CRLF line ends as editors on Windows
+    save them are read as without); blank lines and ``#`` comments ignored."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = path.read_text(encoding="utf-8-sig").splitlines()
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"cannot read seeds file {path}: {error}") from None
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]

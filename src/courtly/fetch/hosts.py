@@ -44,7 +44,8 @@ def parse_hosts_text(text: str) -> dict[str, list[str]]:
 def load_hosts_file(path: Path | str) -> dict[str, list[str]]:
     """Read an ``/etc/hosts``-format file; see :func:`parse_hosts_text`.
 
-    Raises ``OSError`` when the file cannot be read. Bytes that are not UTF-8
+    Raises ``OSError`` when the file cannot be read. A leading byte order mark is
+    dropped (else the first entry's address would not parse). Bytes that are not UTF-8
     are replaced (they can only occur in comments or in names nobody can ask for).
     """
-    return parse_hosts_text(Path(path).read_text(encoding="utf-8", errors="replace"))
+    return parse_hosts_text(Path(path).read_text(encoding="utf-8-sig", errors="replace"))

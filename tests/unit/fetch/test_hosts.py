@@ -52,3 +52,9 @@ def test_empty_file_gives_empty_table(tmp_path: Path) -> None:
     path = tmp_path / "hosts"
     path.write_bytes(b"# nothing\n\n")
     assert load_hosts_file(path) == {}
+
+
+def test_a_file_with_a_byte_order_mark_keeps_its_first_entry(tmp_path: Path) -> None:
+    path = tmp_path / "hosts"
+    path.write_bytes(b"\xef\xbb\xbf127.0.0.7 first.test\r\n127.0.0.8 second.test\r\n")
+    assert load_hosts_file(path) == {"first.test": ["127.0.0.7"], "second.test": ["127.0.0.8"]}
