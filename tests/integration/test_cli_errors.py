@@ -190,7 +190,8 @@ CASES: tuple[Case, ...] = (
     _flag("--back-queues", "0", r"--back-queues must be"),
     _flag("--max-depth", "-1", r"--max-depth must be .* >= 0"),
     _flag("--stop-grace", "-1", r"--stop-grace must be"),
-    Case("--include '('", (*CRAWL, "--include", "(", SEED), r"does not compile|bad regex"),
+    Case("--include '('", (*CRAWL, "--include", "(", SEED), r"bad --include regex '\('"),
+    Case("--exclude '['", (*CRAWL, "--exclude", "[", SEED), r"bad --exclude regex '\['"),
     _flag("--scope", "bogus", r"Invalid value for '--scope'"),
     _flag("--recrawl-share", "1.5", r"--recrawl-share must be", "--recrawl"),
     Case(

@@ -163,11 +163,12 @@ class CrawlConfig:
                 f"--recrawl-max-interval ({self.recrawl_max_interval_s:.12g} s) must not be below "
                 f"--recrawl-min-interval ({self.recrawl_min_interval_s:.12g} s)"
             )
-        for pattern in (*self.include, *self.exclude):
-            try:
-                re.compile(pattern)
-            except re.error as error:
-                raise ConfigError(f"bad regex {pattern!r}: {error}") from None
+        for flag, patterns in (("--include", self.include), ("--exclude", self.exclude)):
+            for pattern in patterns:
+                try:
+                    re.compile(pattern)
+                except re.error as error:
+                    raise ConfigError(f"bad {flag} regex {pattern!r}: {error}") from None
 
     def param_policy(self) -> ParamPolicy:
         """The tracking-parameter policy: the default list adjusted by ``keep_params`` and
