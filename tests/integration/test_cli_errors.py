@@ -498,3 +498,17 @@ def test_export_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     assert json.loads(first)["url"].startswith(SEED)
     assert code == ExitCode.FAILED
     assert stderr == ""
+
+
+def test_every_seeds_file_given_is_read(tmp_path: Path) -> None:
+    """``--seeds-file a --seeds-file b`` reads both: a bad seed in the first file is
+    refused (before, only the last file was read, and the first file's seeds were
+    dropped without a word)."""
+    (tmp_path / "a.txt").write_text("not a url\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text(f"{SEED}\n", encoding="utf-8")
+    with _in(tmp_path):
+        args = [*CRAWL, "--seeds-file", "a.txt", "--seeds-file", "b.txt"]
+        result = CliRunner().invoke(cli_main, args)
+    assert result.exit_code == ExitCode.REFUSED, result.output
+    assert "1 of 2 seeds are not crawlable" in result.output
+    assert not (tmp_path / "S").exists()  # refused before anything was written

@@ -164,13 +164,13 @@ def test_an_unused_repeatable_flag_keeps_the_config_files_value(tmp_path: Path) 
     path = tmp_path / "crawl.toml"
     path.write_text('keep-param = ["gclid"]\n', encoding="utf-8")
     flags: dict[str, Any] = {"state_dir": tmp_path, "user_agent": UA, "processes": 1}
-    unused = build_config(("http://a.test/",), path, None, (), (), False, flags)
+    unused = build_config(("http://a.test/",), path, (), (), (), False, flags)
     given = build_config(
-        ("http://a.test/",), path, None, (), (), False, flags | {"keep_params": ("fbclid",)}
+        ("http://a.test/",), path, (), (), (), False, flags | {"keep_params": ("fbclid",)}
     )
     assert unused.keep_params == ("gclid",)
     assert given.keep_params == ("fbclid",)  # a flag wins over the file
-    assert build_config((), path, None, (), (), False, flags | {"keep_params": ()}).keep_params
+    assert build_config((), path, (), (), (), False, flags | {"keep_params": ()}).keep_params
 
 
 def test_a_store_password_never_reaches_the_stored_configuration() -> None:
@@ -185,3 +185,16 @@ def test_a_store_password_never_reaches_the_stored_configuration() -> None:
     assert "s3cret" not in repr(identity)
     assert config.store == "redis://app:s3cret@127.0.0.1:6379/2"  # the crawl still connects
     assert base.identity()["store"] == "sqlite"
+
+
+def test_every_seeds_file_given_adds_its_seeds(tmp_path: Path) -> None:
+    """``--seeds-file a --seeds-file b``: the seeds of both (click kept only the last
+    file's, and the others' seeds were dropped without a word)."""
+    from courtly.cli.crawl_settings import build_config
+
+    first, second = tmp_path / "a.txt", tmp_path / "b.txt"
+    first.write_text("http://a.test/\nhttp://b.test/\n", encoding="utf-8")
+    second.write_text("http://b.test/\nhttp://c.test/\n", encoding="utf-8")
+    flags: dict[str, Any] = {"state_dir": tmp_path, "user_agent": UA, "processes": 1}
+    config = build_config(("http://d.test/",), None, (first, second), (), (), False, flags)
+    assert config.seeds == ("http://a.test/", "http://b.test/", "http://c.test/", "http://d.test/")

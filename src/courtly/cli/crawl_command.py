@@ -33,7 +33,7 @@ def crawl(
     dashboard_at: str | None,
     dashboard_token: str | None,
     config_file: Path | None,
-    seeds_file: Path | None,
+    seeds_file: tuple[Path, ...],
     verbose: int,
     quiet: bool,
     summary_json: Path | None,

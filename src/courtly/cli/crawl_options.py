@@ -28,7 +28,8 @@ _DECORATORS: list[Callable[[Any], Any]] = [
     click.option(
         "--seeds-file",
         type=click.Path(path_type=Path, dir_okay=False),
-        help="One seed URL per line (# comments allowed).",
+        multiple=True,
+        help="One seed URL per line (# comments allowed); repeatable: every file's seeds.",
     ),
     click.option(
         "--state",
