@@ -21,6 +21,7 @@ __all__ = [
     "InvalidURL",
     "StateError",
     "StateLocked",
+    "sole_error",
 ]
 
 
@@ -61,3 +62,29 @@ class BlockedAddress(FetchError):
 
     def __init__(self, message: str) -> None:
         super().__init__("blocked", message)
+
+
+def sole_error(group: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one error to raise in place of ``group`` (what an :class:`asyncio.TaskGroup`
+    raises, even for a single failure): its only error, else its first
+    :class:`CourtlyError`, else its first :class:`OSError` (the errors the commands turn
+    into a message and an exit code), else the group itself. Nested groups are searched
+    depth first."""
+    leaves = list(_leaves(group))
+    if len(leaves) == 1:
+        return leaves[0]
+    for kind in (CourtlyError, OSError):
+        for leaf in leaves:
+            if isinstance(leaf, kind):
+                return leaf
+    return group
+
+
+def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
+    found: list[BaseException] = []
+    for error in group.exceptions:
+        if isinstance(error, BaseExceptionGroup):
+            found.extend(_leaves(error))
+        else:
+            found.append(error)
+    return found

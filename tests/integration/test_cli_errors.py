@@ -19,6 +19,7 @@ import hashlib
 import json
 import os
 import re
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -512,3 +513,48 @@ def test_every_seeds_file_given_is_read(tmp_path: Path) -> None:
     assert result.exit_code == ExitCode.REFUSED, result.output
     assert "1 of 2 seeds are not crawlable" in result.output
     assert not (tmp_path / "S").exists()  # refused before anything was written
+
+
+def test_an_error_inside_the_running_crawl_is_a_message_not_a_traceback(tmp_path: Path) -> None:
+    """A state file whose stored configuration is unreadable is found once the crawl runs,
+    inside its task group, which wrapped the error in an exception group: the command
+    printed a traceback and exited 1. It is now the refusal it is."""
+    state = tmp_path / "S"
+    state.mkdir()
+
+    async def make() -> None:
+        store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+        await store.put_blob("crawl", "config", b"{not json")
+        await store.aclose()
+
+    run_async(make())
+    with _in(tmp_path):
+        result = CliRunner().invoke(cli_main, [*CRAWL, "--processes", "1", SEED])
+    assert result.exit_code == ExitCode.REFUSED, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    assert "Error: the stored crawl configuration is unreadable" in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (*CRAWL, "--crawl-name", "c", SEED),
+        ("export", "--crawl-name", "c"),
+        ("changes", "--crawl-name", "c"),
+        ("status", "--crawl-name", "c"),
+    ],
+    ids=["crawl", "export", "changes", "status"],
+)
+def test_an_unreachable_redis_store_is_a_message_not_a_traceback(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    store = f"redis://127.0.0.1:{port}/0"
+    with _in(tmp_path):
+        result = CliRunner().invoke(cli_main, [*args, "--store", store])
+    assert result.exit_code == ExitCode.FAILED, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
+    assert "Traceback" not in result.output
+    assert re.search(rf"Error: .*127\.0\.0\.1:{port}.*[Cc]onnection refused", result.output)

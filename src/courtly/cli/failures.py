@@ -81,3 +81,14 @@ def expected_errors(summary_json: Path | None = None) -> Iterator[None]:
         sys.exit(ExitCode.FAILED)
     except OSError as error:
         fail(os_error_text(error), summary_json)
+    except Exception as error:
+        if _is_redis_error(error):  # a shared crawl's store unreachable, or gone mid-crawl
+            fail(f"the Redis store: {error}", summary_json)
+        raise
+
+
+def _is_redis_error(error: Exception) -> bool:
+    """Whether ``error`` is the Redis client's (loaded only by a command that opened a Redis
+    store: a local crawl never imports it to find out)."""
+    exceptions = sys.modules.get("redis.exceptions")
+    return exceptions is not None and isinstance(error, exceptions.RedisError)

@@ -35,7 +35,7 @@ from courtly.crawl.wiring import (
     open_store,
     shared_ip_gate,
 )
-from courtly.errors import FetchError, InvalidURL, StateError
+from courtly.errors import FetchError, InvalidURL, StateError, sole_error
 from courtly.events import EventBus, HostStateChanged, RobotsResult, Tick, UrlsSkipped
 from courtly.fetch.address_holds import AddressHolds
 from courtly.fetch.config import FetchConfig
@@ -356,6 +356,12 @@ class Crawler:
                         task.cancel()
             snapshot = await self._tick()
             return snapshot
+        except BaseExceptionGroup as errors:
+            # the task group wraps even one failure: raise it as itself, so that a
+            # CourtlyError (an unreadable stored configuration, say) reaches the command
+            # as one, for its message and exit code rather than a traceback
+            error = sole_error(errors)
+            raise error from error.__cause__
         finally:
             heap.thaw()
             if http is not None:
