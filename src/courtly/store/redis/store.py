@@ -83,6 +83,7 @@ from courtly.store.redis.codec import (
     url_authority,
 )
 from courtly.store.redis.ip_gate import RedisIpGate
+from courtly.store.redis.outage import OutageLog
 from courtly.store.redis.revisits import RevisitSeam
 from courtly.store.redis.scripts import CRAWL_SCRIPTS, SHARD_SCRIPTS, run_script, script_text
 from courtly.store.scheduler import DUE_FOR_BREADTH, MAX_HINTS, is_aged
@@ -286,6 +287,7 @@ class RedisStore(RevisitSeam):
         self._server_clock = server_clock
         self._probe_interval_s = probe_interval_s
         self._retry_s = retry_s
+        self._outage = OutageLog(log)
         self._replica_acks = replica_acks
         self._replica_wait_ms = max(1, round(replica_wait_s * 1000.0))
         self._unreplicated: dict[str, float] = {}  # master -> monotonic time to wait again
@@ -1025,9 +1027,10 @@ class RedisStore(RevisitSeam):
         delay_s = 0.05
         transient, refused = _transient()
         retried: tuple[type[BaseException], ...] = (*transient, RuntimeError, AttributeError)
+        outage = self._outage
         while True:
             try:
-                return await call()
+                answer = await call()
             except refused:
                 raise
             except retried as error:
@@ -1035,10 +1038,15 @@ class RedisStore(RevisitSeam):
                     raise
                 if time.monotonic() + delay_s > deadline:
                     raise
-                level = logging.DEBUG if isinstance(error, SlotMoving) else logging.WARNING
-                log.log(level, "redis unavailable, retrying in %.2f s: %s", delay_s, error)
+                if isinstance(error, SlotMoving):  # a reshard at work, not an outage
+                    log.debug("slot moving, retrying in %.2f s: %s", delay_s, error)
+                else:  # told once, then every few seconds (courtly.store.redis.outage)
+                    outage.failed(error, delay_s)
                 await asyncio.sleep(delay_s)
                 delay_s = min(_RETRY_MAX_S, delay_s * 2)
+            else:
+                outage.answered()
+                return answer
 
     def _to_caller(self, server_ms: float) -> float:
         """A server time (ms) on the caller's clock; 0 stays 0 (a host never held back)."""
