@@ -194,6 +194,16 @@ CASES: tuple[Case, ...] = (
     Case("--include '('", (*CRAWL, "--include", "(", SEED), r"bad --include regex '\('"),
     Case("--exclude '['", (*CRAWL, "--exclude", "[", SEED), r"bad --exclude regex '\['"),
     _flag("--scope", "bogus", r"Invalid value for '--scope'"),
+    Case(
+        "--crawl-name with a space",
+        (*CRAWL, "--store", "redis://127.0.0.1:6379/0", "--crawl-name", "a b", SEED),
+        r"--crawl-name must be a non-empty name without colons, braces or spaces, not 'a b'",
+    ),
+    Case(
+        "status: --crawl-name with a brace",
+        ("status", "--store", "redis://127.0.0.1:6379/0", "--crawl-name", "x{y}"),
+        r"--crawl-name must be a non-empty name without colons, braces or spaces, not 'x\{y\}'",
+    ),
     _flag("--recrawl-share", "1.5", r"--recrawl-share must be", "--recrawl"),
     Case(
         "--recrawl-max-interval below --recrawl-min-interval",

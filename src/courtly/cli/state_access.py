@@ -12,7 +12,7 @@ import click
 
 from courtly.config import CrawlConfig
 from courtly.crawl import STATUS_FILE, open_store
-from courtly.errors import StateError
+from courtly.errors import ConfigError, StateError
 from courtly.frontier.config import QueueConfig
 from courtly.state_dir import STATE_FILE
 
@@ -45,12 +45,16 @@ def open_shared(store: str | None, crawl_name: str | None) -> Any:
     if store is None:
         return None
     from courtly.store.redis import RedisStore
-    from courtly.store.redis.address import connect, is_redis_url
+    from courtly.store.redis.address import check_crawl_name, connect, is_redis_url
 
     if not is_redis_url(store):
         raise click.UsageError(f"--store here takes a redis:// URL, not {store!r}")
     if not crawl_name:
         raise click.UsageError("--store needs --crawl-name NAME")
+    try:
+        check_crawl_name(crawl_name)
+    except ConfigError as error:
+        raise click.UsageError(str(error)) from None
     return RedisStore(connect(store), crawl_name, retry_s=5.0)
 
 

@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 from courtly.config.inputs import check_seeds, check_user_agent
 from courtly.config.settings import check_setting, checked_settings, flag_name
 from courtly.errors import ConfigError
-from courtly.store.redis.address import is_redis_url, shown
+from courtly.store.redis.address import check_crawl_name, is_redis_url, shown
 from courtly.url.params import DEFAULT_PARAMS, ParamPolicy
 
 __all__ = ["DEFAULT_BACK_QUEUES", "CrawlConfig", "ScopeMode", "StoreKind"]
@@ -148,6 +148,8 @@ class CrawlConfig:
             )
         if is_redis_url(self.store) and not self.crawl_name:
             raise ConfigError("a Redis store needs a crawl name (--crawl-name NAME)")
+        if is_redis_url(self.store) and self.crawl_name:
+            check_crawl_name(self.crawl_name)
         if is_redis_url(self.store) and self.processes > 1:
             raise ConfigError(
                 "with a Redis store, start one courtly crawl per process (--processes 1): "

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from courtly.store.redis.store import RedisStore
 
 __all__ = [
+    "check_crawl_name",
     "connect",
     "is_redis_url",
     "open_redis_store",
@@ -20,6 +21,18 @@ __all__ = [
 ]
 
 _SCHEMES = ("redis://", "rediss://", "redis+cluster://")
+
+
+def check_crawl_name(name: str) -> None:
+    """Raise :class:`~courtly.errors.ConfigError` unless ``name`` can name a shared crawl:
+    its keys are ``<name>:...`` and ``<name>:{<name>.<shard>}:...``, so no colon, brace or
+    whitespace (a brace would change a Redis Cluster hash tag)."""
+    from courtly.errors import ConfigError
+
+    if not name or any(c in name for c in "{}:") or any(c.isspace() for c in name):
+        raise ConfigError(
+            f"--crawl-name must be a non-empty name without colons, braces or spaces, not {name!r}"
+        )
 
 
 def is_redis_url(value: str) -> bool:

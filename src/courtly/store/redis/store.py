@@ -62,6 +62,7 @@ from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
 from courtly.store.base import LeaseBatch
+from courtly.store.redis.address import check_crawl_name
 from courtly.store.redis.affinity import (
     MEMBER_LIFETIME_S,
     MEMBER_REFRESH_S,
@@ -276,8 +277,7 @@ class RedisStore(RevisitSeam):
         replica_wait_s: float = 0.05,
         affinity_grace_s: float = 3.0,
     ) -> None:
-        if not crawl or any(c in crawl for c in "{}: \t\n"):
-            raise ValueError(f"a crawl name needs no braces, colons or spaces: {crawl!r}")
+        check_crawl_name(crawl)  # a ConfigError (a ValueError) for a name no key can carry
         self._client = client
         self._crawl = crawl
         self._queues = queues or QueueConfig()
