@@ -200,6 +200,22 @@ CASES: tuple[Case, ...] = (
         r"--crawl-name must be a non-empty name without colons, braces or spaces, not 'a b'",
     ),
     Case(
+        "--store with a query parameter the Redis client does not take",
+        (*CRAWL, "--store", "redis://u:pw@127.0.0.1:6379/0?bogus=1", "--crawl-name", "c", SEED),
+        r"--store redis://u:\*\*\*@127\.0\.0\.1:6379/0\?bogus=1: .*unexpected keyword "
+        r"argument 'bogus'",
+    ),
+    Case(
+        "--store with a port that is no number",
+        (*CRAWL, "--store", "redis://127.0.0.1:port/0", "--crawl-name", "c", SEED),
+        r"--store redis://127\.0\.0\.1:port/0: Port could not be cast to integer",
+    ),
+    Case(
+        "export: --store with a bad ?wait",
+        ("export", "--store", "redis://127.0.0.1:6379/0?wait=x", "--crawl-name", "c"),
+        r"wait and wait_ms must be numbers",
+    ),
+    Case(
         "status: --crawl-name with a brace",
         ("status", "--store", "redis://127.0.0.1:6379/0", "--crawl-name", "x{y}"),
         r"--crawl-name must be a non-empty name without colons, braces or spaces, not 'x\{y\}'",

@@ -21,7 +21,7 @@ from courtly.exit_codes import ExitCode, exit_code_for, stop_reason_words
 from courtly.observe.command import dashboard_spec
 from courtly.progress import LogProgress, RichProgress, progress_for
 from courtly.state_dir import check_crawl_target, check_writable
-from courtly.store.redis.address import is_redis_url, shown
+from courtly.store.redis.address import check_store_url, is_redis_url, shown
 
 __all__ = ["crawl"]
 
@@ -56,6 +56,8 @@ def crawl(
             flags["progress_interval_s"] = 1.0  # the dashboard's history is at 1 Hz
         config = build_config(seeds, config_file, seeds_file, include, exclude, no_sitemaps, flags)
         check_crawl_target(config)
+        if is_redis_url(config.store):
+            check_store_url(config.store)  # a URL the client would refuse, refused now
     progress = None
     if not quiet:
         progress = progress_for(

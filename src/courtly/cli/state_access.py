@@ -45,7 +45,12 @@ def open_shared(store: str | None, crawl_name: str | None) -> Any:
     if store is None:
         return None
     from courtly.store.redis import RedisStore
-    from courtly.store.redis.address import check_crawl_name, connect, is_redis_url
+    from courtly.store.redis.address import (
+        check_crawl_name,
+        check_store_url,
+        connect,
+        is_redis_url,
+    )
 
     if not is_redis_url(store):
         raise click.UsageError(f"--store here takes a redis:// URL, not {store!r}")
@@ -53,6 +58,7 @@ def open_shared(store: str | None, crawl_name: str | None) -> Any:
         raise click.UsageError("--store needs --crawl-name NAME")
     try:
         check_crawl_name(crawl_name)
+        check_store_url(store)
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     return RedisStore(connect(store), crawl_name, retry_s=5.0)

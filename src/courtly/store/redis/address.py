@@ -12,6 +12,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "check_crawl_name",
+    "check_store_url",
     "connect",
     "is_redis_url",
     "open_redis_store",
@@ -106,6 +107,28 @@ def store_options(url: str) -> dict[str, Any]:
             raise ValueError(f"affinity must be >= 0 and finite (in {shown(url)!r})")
         options["affinity_grace_s"] = grace_s
     return options
+
+
+def check_store_url(url: str) -> None:
+    """Raise :class:`~courtly.errors.ConfigError` unless ``url`` is a store URL the store
+    and the Redis client accept: its own options (:func:`store_options`), the nodes of a
+    cluster (:func:`connect`), and for one server the host, port, database and every
+    query parameter the client reads (a connection object is made, as the client would,
+    with no connection opened). Loads the client library; connects to nothing."""
+    from courtly.errors import ConfigError
+
+    try:
+        store_options(url)
+        if url.startswith("redis+cluster://"):
+            connect(url)
+        else:
+            from redis.asyncio import ConnectionPool
+
+            if not urlsplit(url).hostname:
+                raise ValueError("no host")
+            ConnectionPool.from_url(_split_ours(url)[0]).make_connection()  # type: ignore[no-untyped-call]
+    except (ValueError, TypeError) as error:
+        raise ConfigError(f"--store {shown(url)}: {error}") from None
 
 
 def open_redis_store(url: str, crawl_name: str, queues: QueueConfig) -> RedisStore:
