@@ -90,6 +90,32 @@ def test_addon_installs_the_scheduler_and_turns_scrapys_throttles_off() -> None:
     assert spider["courtly.integrations.scrapy.middleware.CourtlySpiderMiddleware"] == 0
 
 
+@pytest.mark.parametrize(
+    ("values", "message"),
+    [
+        (
+            {"COURTLY_STORE": "redis://127.0.0.1:6379/0", "COURTLY_CRAWL_NAME": "a b"},
+            r"COURTLY_CRAWL_NAME must be a non-empty name without colons, braces or spaces",
+        ),
+        (
+            {"COURTLY_STORE": "redis://127.0.0.1:6379/0?bogus=1", "COURTLY_CRAWL_NAME": "c"},
+            r"COURTLY_STORE redis://127\.0\.0\.1:6379/0\?bogus=1: .*'bogus'",
+        ),
+        (
+            {"COURTLY_STORE": "redis://127.0.0.1:port/0", "COURTLY_CRAWL_NAME": "c"},
+            r"COURTLY_STORE .*Port could not be cast",
+        ),
+    ],
+)
+def test_a_shared_store_the_redis_client_would_refuse_is_refused_at_start(
+    values: dict[str, object], message: str
+) -> None:
+    """As `courtly crawl` does: at the start, with the setting's name, not as a traceback
+    when the store is first used."""
+    with pytest.raises(ValueError, match=message):
+        CourtlySettings.from_settings(Settings(values))
+
+
 def test_addon_refuses_a_bad_configuration_at_start() -> None:
     with pytest.raises(ValueError, match="COURTLY_STATE"):
         CourtlyAddon().update_settings(Settings({"COURTLY_STORE": "sqlite"}))

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from courtly.store.redis.address import is_redis_url
+from courtly.store.redis.address import check_crawl_name, check_store_url, is_redis_url
 
 __all__ = ["CourtlySettings", "SettingsReader", "default_back_queues"]
 
@@ -112,6 +112,9 @@ class CourtlySettings:
             raise ValueError("a Redis COURTLY_STORE needs COURTLY_CRAWL_NAME (the crawl's name)")
         if self.crawl_name and not self.shared:
             raise ValueError("COURTLY_CRAWL_NAME names a crawl in a Redis COURTLY_STORE")
+        if self.shared and self.crawl_name:  # ConfigErrors: ValueErrors, as the others here
+            check_crawl_name(self.crawl_name, "COURTLY_CRAWL_NAME")
+            check_store_url(self.store, "COURTLY_STORE")
         if min(self.min_delay_s, self.delay_factor, self.max_delay_s) < 0:
             raise ValueError("COURTLY_MIN_DELAY, _DELAY_FACTOR and _MAX_DELAY must be >= 0")
         if self.max_delay_s < self.min_delay_s:

@@ -24,15 +24,16 @@ __all__ = [
 _SCHEMES = ("redis://", "rediss://", "redis+cluster://")
 
 
-def check_crawl_name(name: str) -> None:
+def check_crawl_name(name: str, label: str = "--crawl-name") -> None:
     """Raise :class:`~courtly.errors.ConfigError` unless ``name`` can name a shared crawl:
     its keys are ``<name>:...`` and ``<name>:{<name>.<shard>}:...``, so no colon, brace or
-    whitespace (a brace would change a Redis Cluster hash tag)."""
+    whitespace (a brace would change a Redis Cluster hash tag). ``label`` names the
+    setting in the message."""
     from courtly.errors import ConfigError
 
     if not name or any(c in name for c in "{}:") or any(c.isspace() for c in name):
         raise ConfigError(
-            f"--crawl-name must be a non-empty name without colons, braces or spaces, not {name!r}"
+            f"{label} must be a non-empty name without colons, braces or spaces, not {name!r}"
         )
 
 
@@ -109,12 +110,13 @@ def store_options(url: str) -> dict[str, Any]:
     return options
 
 
-def check_store_url(url: str) -> None:
+def check_store_url(url: str, label: str = "--store") -> None:
     """Raise :class:`~courtly.errors.ConfigError` unless ``url`` is a store URL the store
     and the Redis client accept: its own options (:func:`store_options`), the nodes of a
     cluster (:func:`connect`), and for one server the host, port, database and every
     query parameter the client reads (a connection object is made, as the client would,
-    with no connection opened). Loads the client library; connects to nothing."""
+    with no connection opened). Loads the client library; connects to nothing. ``label``
+    names the setting in the message."""
     from courtly.errors import ConfigError
 
     try:
@@ -128,7 +130,7 @@ def check_store_url(url: str) -> None:
                 raise ValueError("no host")
             ConnectionPool.from_url(_split_ours(url)[0]).make_connection()  # type: ignore[no-untyped-call]
     except (ValueError, TypeError) as error:
-        raise ConfigError(f"--store {shown(url)}: {error}") from None
+        raise ConfigError(f"{label} {shown(url)}: {error}") from None
 
 
 def open_redis_store(url: str, crawl_name: str, queues: QueueConfig) -> RedisStore:
