@@ -18,20 +18,26 @@ from courtly.observe.sources import FileSource, status_paths
 __all__ = ["dashboard", "dashboard_spec"]
 
 
-def dashboard_spec(at: str | None, token: str | None) -> DashboardSpec | None:
-    """``--dashboard [HOST:]PORT`` and ``--dashboard-token`` checked; ``None`` without."""
+def dashboard_spec(
+    at: str | None,
+    token: str | None,
+    *,
+    flags: tuple[str, str] = ("--dashboard", "--dashboard-token"),
+) -> DashboardSpec | None:
+    """``--dashboard [HOST:]PORT`` and ``--dashboard-token`` checked; ``None`` without.
+    ``flags``: the two options' names in the messages (``courtly dashboard``'s are
+    ``--listen`` and ``--token``)."""
+    where, secret = flags
     if at is None:
         if token is not None:
-            raise ConfigError("--dashboard-token needs --dashboard [HOST:]PORT")
+            raise ConfigError(f"{secret} needs {where} [HOST:]PORT")
         return None
     try:
         host, port = parse_listen(at)
     except ValueError as error:
-        raise ConfigError(f"--dashboard: {error}") from None
+        raise ConfigError(f"{where}: {error}") from None
     if not is_loopback(host) and not token:
-        raise ConfigError(
-            f"--dashboard on {host} is reachable from other machines: give --dashboard-token"
-        )
+        raise ConfigError(f"{where} on {host} is reachable from other machines: give {secret}")
     return DashboardSpec(host, port, token)
 
 
@@ -67,10 +73,13 @@ def dashboard(state_dir: Path, listen: str, token: str | None) -> None:
     sort key).
     """
     try:
-        spec = dashboard_spec(listen, token)
+        spec = dashboard_spec(listen, token, flags=("--listen", "--token"))
     except ConfigError as error:
         raise click.UsageError(str(error)) from None
     assert spec is not None
     if not status_paths(state_dir):
         raise click.UsageError(f"{state_dir}: no status.json (has a crawl run here?)")
-    asyncio.run(_serve(FileSource(state_dir), spec.host, spec.port, spec.token))
+    try:
+        asyncio.run(_serve(FileSource(state_dir), spec.host, spec.port, spec.token))
+    except OSError as error:  # the address taken, or not this machine's
+        raise click.ClickException(f"--listen {listen}: {error.strerror or error}") from None
