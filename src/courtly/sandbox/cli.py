@@ -226,8 +226,13 @@ def audit_command(
     as_json: bool,
 ) -> None:
     """Audit the request log of a served sandbox; exit status 1 if there are violations."""
-    info = json.loads((workdir / "sandbox.json").read_text())
-    spec = SandboxSpec.from_json(json.dumps(info["spec"]))
+    try:
+        info = json.loads((workdir / "sandbox.json").read_text())
+        spec = SandboxSpec.from_json(json.dumps(info["spec"]))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        raise click.ClickException(
+            f"{workdir}: no readable sandbox.json of a `courtly sandbox serve` ({error!r})"
+        ) from None
     world = SandboxWorld(spec, int(info["port"]))
     records = load_log(workdir)
     report = audit(
