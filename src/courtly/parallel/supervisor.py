@@ -162,8 +162,7 @@ class PartitionedCrawl:
         probe_due_at = time.monotonic() + self._probe_interval_s
         probing = False
         progress_due_at = time.monotonic() + self.config.progress_interval_s
-        fresh = False
-        """A partition answered since the last progress line."""
+        fresh = False  # a partition answered since the last progress line
         max_pages = self.config.max_pages
 
         def send(command: Command) -> None:
