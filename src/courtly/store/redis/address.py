@@ -112,23 +112,18 @@ def store_options(url: str) -> dict[str, Any]:
 
 def check_store_url(url: str, label: str = "--store") -> None:
     """Raise :class:`~courtly.errors.ConfigError` unless ``url`` is a store URL the store
-    and the Redis client accept: its own options (:func:`store_options`), the nodes of a
-    cluster (:func:`connect`), and for one server the host, port, database and every
-    query parameter the client reads (a connection object is made, as the client would,
-    with no connection opened). Loads the client library; connects to nothing. ``label``
-    names the setting in the message."""
+    and the Redis client accept: its own options (:func:`store_options`), the client
+    :func:`connect` builds (a cluster's nodes; one server's host, port and database), and
+    for one server every query parameter the client reads (its pool makes a connection
+    object, as the client would, with no connection opened). Loads the client library;
+    connects to nothing. ``label`` names the setting in the message."""
     from courtly.errors import ConfigError
 
     try:
         store_options(url)
-        if url.startswith("redis+cluster://"):
-            connect(url)
-        else:
-            from redis.asyncio import ConnectionPool
-
-            if not urlsplit(url).hostname:
-                raise ValueError("no host")
-            ConnectionPool.from_url(_split_ours(url)[0]).make_connection()  # type: ignore[no-untyped-call]
+        pool = getattr(connect(url), "connection_pool", None)  # a cluster client has none
+        if pool is not None:
+            pool.make_connection()
     except (ValueError, TypeError) as error:
         raise ConfigError(f"{label} {shown(url)}: {error}") from None
 
