@@ -7,6 +7,7 @@
     ├── ConfigError           a configuration that cannot be used (clear message for the CLI)
     ├── StateError            a state directory that is corrupt, foreign or from a newer version
     │   └── StateLocked       a state file another process (a running crawl) holds
+    ├── CrawlFailed           a crawl that ran could not go on (a full disk, a failed partition)
     └── FetchError            a fetch that failed before a response (kind says why)
         └── BlockedAddress    the address guard refused the resolved IP
 """
@@ -17,6 +18,7 @@ __all__ = [
     "BlockedAddress",
     "ConfigError",
     "CourtlyError",
+    "CrawlFailed",
     "FetchError",
     "InvalidURL",
     "StateError",
@@ -43,6 +45,13 @@ class StateError(CourtlyError):
 
 class StateLocked(StateError):
     """The state file is locked by another process: a crawl is running on it."""
+
+
+class CrawlFailed(CourtlyError):
+    """A crawl that ran could not go on: its state or its archive could not be written (a
+    full disk, an I/O error) or one of its partitions failed. Unlike the errors above it is
+    not refused input: the commands exit 1 (``ExitCode.FAILED``), not 2. What the crawl
+    committed before is kept, so the same command resumes it once the cause is gone."""
 
 
 class FetchError(CourtlyError):

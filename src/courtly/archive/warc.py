@@ -41,6 +41,7 @@ Contract:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
@@ -60,8 +61,10 @@ from isal import isal_zlib
 from yarl import URL
 
 from courtly.clock import Clock, SystemClock
+from courtly.errors import CrawlFailed
 from courtly.fetch.records import FetchResult
 from courtly.url.host import canonical_authority
+from courtly.write_failure import RESUME_HINT, write_failure
 
 __all__ = [
     "DEFAULT_GZIP_LEVEL",
@@ -426,16 +429,27 @@ class WarcWriter:
     # -- records -----------------------------------------------------------------------------
 
     def _append(self, members: list[bytes]) -> int:
-        """Write gzip members in one go; the file offset where the first one starts."""
+        """Write gzip members in one go; the file offset where the first one starts.
+
+        A write that fails (a full disk) is undone: the file is cut back to where the
+        members began, so that it ends with a whole record (a later writer would cut a
+        torn tail on open anyway), and :class:`~courtly.errors.CrawlFailed` names the file."""
         assert self._file is not None
         data = members[0] if len(members) == 1 else b"".join(members)
         view = memoryview(data)
         offset = self._size
-        while view:
-            written = self._file.write(view)
-            if not written:  # pragma: no cover - a regular file takes every byte or raises
-                raise OSError("the WARC file accepted no bytes")
-            view = view[written:]
+        try:
+            while view:
+                written = self._file.write(view)
+                if not written:  # pragma: no cover - a regular file takes every byte or raises
+                    raise OSError("the WARC file accepted no bytes")
+                view = view[written:]
+        except OSError as error:
+            with contextlib.suppress(OSError):
+                self._file.truncate(offset)
+            raise CrawlFailed(
+                f"{self._path}: the WARC file failed ({write_failure(error)}); {RESUME_HINT}"
+            ) from error
         self._size = offset + len(data)
         return offset
 

@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
-from courtly.errors import CourtlyError
+from courtly.errors import CourtlyError, CrawlFailed
 from courtly.exit_codes import ExitCode
 
 __all__ = ["expected_errors", "fail", "os_error_text", "refuse", "write_json"]
@@ -61,6 +61,8 @@ def expected_errors(summary_json: Path | None = None) -> Iterator[None]:
     """Turn the errors courtly expects into a message and an exit code (never a traceback)."""
     try:
         yield
+    except CrawlFailed as error:  # the crawl ran: not refused input
+        fail(str(error), summary_json)
     except (CourtlyError, click.UsageError) as error:
         refuse(
             error.format_message() if isinstance(error, click.UsageError) else str(error),

@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler, CrawlSnapshot
-from courtly.errors import CourtlyError
+from courtly.errors import CourtlyError, CrawlFailed
 from courtly.event_loop import run_async, signal_handlers
 from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.page_budget import SharedPageBudget
 from courtly.parallel.messages import Command
 from courtly.parallel.partition import HostPartition
+from courtly.write_failure import write_failure
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
@@ -73,14 +74,24 @@ def child_main(
 
     try:
         snapshot = run_async(crawl())
-    except CourtlyError as error:
-        replies.put(("error", index, str(error)))
+    except (CourtlyError, OSError) as error:
+        # The parent says it (no traceback here): refused if the partition refused its
+        # input (exit 2), failed if it broke off a crawl that ran (exit 1).
+        refused = isinstance(error, CourtlyError) and not isinstance(error, CrawlFailed)
+        replies.put(("error", index, _in_words(error), refused))
         replies.close()
         replies.join_thread()
-        raise SystemExit(2) from None
+        raise SystemExit(2 if refused else 1) from None
     replies.put(("final", index, snapshot))
     replies.close()
     replies.join_thread()
+
+
+def _in_words(error: CourtlyError | OSError) -> str:
+    if isinstance(error, CourtlyError):
+        return str(error)
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{write_failure(error)}"
 
 
 def _parent_watch() -> Callable[[], bool] | None:

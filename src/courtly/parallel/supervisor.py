@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from courtly.config import CrawlConfig
 from courtly.crawl import CrawlSnapshot, ProgressSink
-from courtly.errors import ConfigError, StateError
+from courtly.errors import ConfigError, CrawlFailed, StateError
 from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.page_budget import SharedPageBudget
 from courtly.parallel.aggregate import merge_snapshots
@@ -23,6 +23,7 @@ from courtly.parallel.messages import Abort, Command, PartitionStatus, Probe, St
 from courtly.parallel.start import start_context
 from courtly.parallel.termination import TerminationDetector
 from courtly.stop import ending
+from courtly.write_failure import RESUME_HINT
 
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
@@ -120,7 +121,7 @@ class PartitionedCrawl:
         for child in children:
             child.start()
         try:
-            finals, errors = await self._supervise(children, commands, replies)
+            finals, errors, refusals = await self._supervise(children, commands, replies)
         finally:
             for child in children:
                 child.join(timeout=30.0)
@@ -142,8 +143,14 @@ class PartitionedCrawl:
         if self._progress is not None:
             self._progress.close(snapshot)
         if errors:
-            detail = "; ".join(f"partition {i}: {message}" for i, message in sorted(errors.items()))
-            raise StateError(f"the partitioned crawl failed ({detail})")
+            hint = f"; {RESUME_HINT}"  # said once, after every partition's message
+            detail = "; ".join(
+                f"partition {i}: {message.removesuffix(hint)}"
+                for i, message in sorted(errors.items())
+            )
+            if refusals.issuperset(errors):  # each refused its input: nothing was crawled
+                raise StateError(f"the partitioned crawl failed ({detail})")
+            raise CrawlFailed(f"the partitioned crawl failed ({detail}){hint}")
         return snapshot
 
     async def _supervise(
@@ -151,11 +158,14 @@ class PartitionedCrawl:
         children: Sequence[BaseProcess],
         commands: list[Queue[Command]],
         replies: Queue[tuple[Any, ...]],
-    ) -> tuple[dict[int, CrawlSnapshot], dict[int, str]]:
+    ) -> tuple[dict[int, CrawlSnapshot], dict[int, str], set[int]]:
+        """Watch the partitions to the end: their final snapshots, the messages of those
+        that failed, and which of those refused their input (see ``child_main``)."""
         n = len(children)
         latest: dict[int, CrawlSnapshot] = {}
         finals: dict[int, CrawlSnapshot] = {}
         errors: dict[int, str] = {}
+        refusals: set[int] = set()
         answers: dict[int, PartitionStatus] = {}
         detector = TerminationDetector()
         round_no = 0
@@ -187,6 +197,8 @@ class PartitionedCrawl:
                     finals[message[1]] = latest[message[1]] = message[2]
                 else:
                     errors[message[1]] = message[2]
+                    if message[3]:
+                        refusals.add(message[1])
                     self.request_stop("error")
 
         while True:
@@ -200,7 +212,7 @@ class PartitionedCrawl:
                         self.request_stop("error")
             if not any(alive):
                 drain()
-                return finals, errors
+                return finals, errors, refusals
             now = time.monotonic()
             if max_pages is not None and sum(s.pages for s in latest.values()) >= max_pages:
                 self.request_stop("max_pages")

@@ -78,7 +78,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from courtly.archive.catalogue import CatalogueEntry
-from courtly.errors import StateError
+from courtly.errors import CrawlFailed, StateError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.front import LevelSelector
@@ -96,6 +96,7 @@ from courtly.store.revisit_rows import DueBatch, RevisitRow, requeue
 from courtly.store.revisit_sqlite import SqliteRevisitRows
 from courtly.store.scheduler import HostRow, Scheduler, back_ranks
 from courtly.store.sqlite_schema import open_database
+from courtly.write_failure import RESUME_HINT, write_failure
 
 __all__ = ["SqliteStore"]
 
@@ -814,7 +815,7 @@ class SqliteStore:
         if self._closed:
             raise StateError(f"{self._path}: the store is closed")
         if self._broken is not None:
-            raise StateError(f"{self._path}: the store failed earlier ({self._broken})")
+            raise self._failure(self._broken)
         if now_at is not None and self._floor_pending:
             self._apply_resume_floor(now_at)
         self._hold = False  # a noted visit's hold ends with this step
@@ -834,7 +835,7 @@ class SqliteStore:
                     self._timer = loop.call_later(self._commit_interval_s, self._on_timer)
         except sqlite3.Error as exc:
             self._fail(exc)
-            raise StateError(f"{self._path}: state file error ({exc})") from exc
+            raise self._failure(exc) from exc
 
     def _write(self, rows: int = 1) -> None:
         """Open the step's transaction if none is open; count ``rows`` writes."""
@@ -888,6 +889,12 @@ class SqliteStore:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
+
+    def _failure(self, exc: BaseException) -> CrawlFailed:
+        """What a step raises once a write failed (then, and at every step after it)."""
+        return CrawlFailed(
+            f"{self._path}: the state file failed ({write_failure(exc)}); {RESUME_HINT}"
+        )
 
     def _fail(self, exc: BaseException) -> None:
         self._broken = exc

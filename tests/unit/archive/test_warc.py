@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import base64
+import errno
 import gzip
 import io
 import random
@@ -8,6 +9,7 @@ import re
 import threading
 import uuid
 from pathlib import Path
+from typing import BinaryIO
 
 import pytest
 from fastwarc.warc import ArchiveIterator as FastArchiveIterator
@@ -19,7 +21,9 @@ from warcio.archiveiterator import ArchiveIterator
 from courtly.archive import WarcPosition, WarcWriter, truncate_torn_tail, warc_date
 from courtly.archive.warc import _sha1_label, archive_prefix, new_record_id
 from courtly.clock import FakeClock
+from courtly.errors import CrawlFailed
 from courtly.fetch.records import FetchResult
+from courtly.write_failure import RESUME_HINT
 
 
 def make_result(index: int, *, body_bytes: int = 300, noise: bool = False) -> FetchResult:
@@ -422,3 +426,44 @@ def test_archive_prefixes_are_new_per_directory_and_kept_on_resume(tmp_path: Pat
     (old / "courtly-00003.warc.gz").write_bytes(gzip.compress(b""))
     (old / "notes.txt").write_text("not an archive")
     assert archive_prefix(old) == "courtly"
+
+
+class _FillingFile:
+    """A file that takes ``room`` more bytes, part of a write included, then fails with
+    ENOSPC as a full disk does."""
+
+    def __init__(self, real: BinaryIO, room: int) -> None:
+        self._real = real
+        self._room = room
+
+    def write(self, data: memoryview) -> int:
+        if self._room <= 0:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        taken = self._real.write(data[: self._room])
+        self._room -= taken
+        return taken
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._real, name)
+
+
+def test_a_write_to_a_full_disk_is_cut_back_and_names_the_file(
+    writer: WarcWriter, tmp_path: Path
+) -> None:
+    writer.write_exchange(make_result(0))
+    path = writer.current_path
+    assert path is not None
+    whole = path.stat().st_size
+    assert writer._file is not None
+    writer._file = _FillingFile(writer._file, room=100)  # type: ignore[assignment]
+    with pytest.raises(CrawlFailed, match="the disk is full") as failed:
+        writer.write_exchange(make_result(1))
+    assert str(path) in str(failed.value) and str(failed.value).endswith(RESUME_HINT)
+    assert path.stat().st_size == whole  # the 100 bytes written are cut off
+    writer._file = writer._file._real  # type: ignore[union-attr]
+    position = writer.write_exchange(make_result(2))  # space again: the file goes on
+    writer.close()
+    assert position.offset == whole
+    records = read_all(path)
+    assert [r[0] for r in records] == ["warcinfo", "response", "request", "response", "request"]
+    assert all(ok for *_, ok in records)
