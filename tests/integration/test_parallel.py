@@ -58,6 +58,7 @@ from courtly.parallel import (
 from courtly.parallel.supervisor import probe_wait_s
 from courtly.sandbox import ROBOTS_VARIANTS, RequestRecord, SandboxSpec, audit
 from courtly.url import host_of
+from courtly.write_failure import RESUME_HINT
 
 if TYPE_CHECKING:
     from tests.integration.conftest import (
@@ -394,6 +395,46 @@ def test_partitions_stop_by_themselves_when_their_parent_is_killed(
     assert json.loads(result.output)["running"] is False
 
     _resume_to_the_end_politely(web, command, config, "parent killed, resumed")
+
+
+def test_a_partition_killed_mid_crawl_fails_the_crawl_with_a_message_and_it_resumes(
+    tmp_path: Path, serve_web: Callable[[SandboxSpec], LiveWeb]
+) -> None:
+    """One partition SIGKILLed mid-crawl (an OOM killer's choice): the crawl stops with one
+    ``Error:`` line naming the partition and the signal, exit 1 (it failed: not refused
+    input, exit 2), no traceback; the same command resumes it to its end. Over both runs'
+    log: no politeness rule broken, repeats only of what the killed partition had in
+    flight or had not committed, the web covered."""
+    web = serve_web(finite_small_spec())
+    config = crawl_config(web, tmp_path / "state", concurrency=None)
+    command, first, log = _two_processes_under_way(web, tmp_path)
+    try:
+        partitions = [  # not the resource tracker multiprocessing also starts
+            child
+            for child in psutil.Process(first.pid).children()
+            if "spawn_main" in " ".join(child.cmdline())
+        ]
+        assert len(partitions) == 2, "the crawl did not start two partitions"
+        partitions[0].kill()
+        code = first.wait(timeout=GUARD_S)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    text = log.read_text()
+    assert code == ExitCode.FAILED, text
+    assert "Traceback" not in text, text
+    errors = [line for line in text.splitlines() if line.startswith("Error: ")]
+    assert len(errors) == 1 and "killed by SIGKILL" in errors[0], text
+    assert errors[0].endswith(RESUME_HINT), errors[0]
+
+    resumed = subprocess.run(
+        command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=GUARD_S
+    )
+    assert resumed.returncode == ExitCode.DONE, resumed.stderr.decode()
+    report = audit_web(web, min_delay_s=config.min_delay_s, tolerance_s=0.0)
+    assert report.violations == report.duplicate_fetches, report.summary()
+    assert report.coverage >= COVERAGE_FLOOR, report.summary()
 
 
 def _two_processes_under_way(

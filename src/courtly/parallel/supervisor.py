@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import queue
+import signal
 import time
 from collections.abc import Sequence
 from dataclasses import replace
@@ -208,7 +209,7 @@ class PartitionedCrawl:
                 if not alive[i] and i not in finals and i not in errors:
                     drain()
                     if i not in finals and i not in errors:
-                        errors[i] = f"exited with code {child.exitcode}"
+                        errors[i] = _ended(child.exitcode)
                         self.request_stop("error")
             if not any(alive):
                 drain()
@@ -250,3 +251,14 @@ class PartitionedCrawl:
                 merged = merge_snapshots(list(latest.values()), self.config.state_dir)
                 self._progress.update(merged)
             await asyncio.sleep(_LOOK_S)
+
+
+def _ended(exitcode: int | None) -> str:
+    """How a partition that sent no message ended, in words."""
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"killed by {name}"
+    return f"exited with code {exitcode}"
