@@ -635,6 +635,28 @@ def test_cli_crawl_without_processes_uses_the_default(tmp_path: Path, small_web:
     )
 
 
+def test_a_resume_with_changed_settings_says_each_change_once(
+    tmp_path: Path, small_web: LiveWeb
+) -> None:
+    """Two partitions resume a crawl with another --min-delay: one warning, not one a
+    partition."""
+    state = tmp_path / "state"
+    command = [
+        sys.executable, "-m", "courtly", "crawl",
+        "--seeds-file", str(small_web.server.seeds_file),
+        *crawl_flags(small_web, state),
+        "--processes", "2", "--max-pages", "5",
+    ]  # fmt: skip
+    first = subprocess.run(command, capture_output=True, text=True, timeout=GUARD_S)
+    assert first.returncode == ExitCode.LIMIT, first.stderr
+    again = subprocess.run(
+        [*command, "--min-delay", "0.03"], capture_output=True, text=True, timeout=GUARD_S
+    )
+    assert again.returncode == ExitCode.LIMIT, again.stderr
+    warning = "resuming with a changed configuration: min_delay_s: 0.05 -> 0.03"
+    assert again.stderr.count(warning) == 1, again.stderr
+
+
 def test_a_partitioned_crawl_of_blocked_addresses_ends_with_nothing_fetchable(
     tmp_path: Path,
 ) -> None:

@@ -409,8 +409,9 @@ class Crawler:
                     before = shown(before)  # stored unmasked by an older courtly
                 if before != value:
                     self.config_changes.append(f"{key}: {before!r} -> {value!r}")
-            for change in self.config_changes:
-                log.warning("resuming with a changed configuration: %s", change)
+            if self._partition is None or self._partition.primary:  # said once a crawl
+                for change in self.config_changes:
+                    log.warning("resuming with a changed configuration: %s", change)
         seeds = await self._seeds.start(self.config.seeds, self._crawlable(stored_seeds))
         if not seeds:
             raise StateError(
