@@ -527,6 +527,36 @@ def test_export_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
     assert stderr == ""
 
 
+def test_export_to_a_full_disk_names_its_output_and_leaves_no_part_of_it(
+    tmp_path: Path,
+) -> None:
+    """``courtly export -o FILE`` whose writes fail (a file size limit here, as a full disk
+    would): exit 1 with the output's name in the message (before: the kernel's words
+    alone), and neither FILE nor its partial copy left behind."""
+    state = tmp_path / "S"
+    state.mkdir()
+
+    async def make() -> None:
+        store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+        await store.record([CatalogueEntry(f"{SEED}{i}", status=200) for i in range(5000)])
+        await store.aclose()
+
+    run_async(make())
+    output = tmp_path / "out.jsonl"
+    limited = (
+        "import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536)); "
+        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    )  # then becomes the command: the limit holds for its writes only
+    command = [sys.executable, "-c", limited, "-m", "courtly", "export", "--state", str(state)]
+    result = subprocess.run(
+        [*command, "-o", str(output)], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert result.returncode == ExitCode.FAILED, result.stderr
+    assert result.stderr.startswith(f"Error: {output}: "), result.stderr
+    assert "Traceback" not in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["S"]
+
+
 def test_every_seeds_file_given_is_read(tmp_path: Path) -> None:
     """``--seeds-file a --seeds-file b`` reads both: a bad seed in the first file is
     refused (before, only the last file was read, and the first file's seeds were

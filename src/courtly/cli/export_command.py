@@ -53,7 +53,7 @@ def export(
     """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines: of the
     crawl in --state DIR, or of the shared crawl --crawl-name in a Redis --store.
 
-    ``-o FILE`` appears whole or not at all. Exit code 2 for a missing, damaged or
+    -o FILE appears whole or not at all. Exit code 2 for a missing, damaged or
     locked state file or an unwritable output.
     """
     from courtly.archive.catalogue import export_jsonl
@@ -97,6 +97,10 @@ def export(
                 with partial.open("w", encoding="utf-8") as out:
                     count = run_async(write(out))
                 partial.replace(output)
+            except OSError as error:
+                if error.filename is None:  # a write (a full disk): name what was written
+                    error.filename = str(output)
+                raise
             finally:
                 partial.unlink(missing_ok=True)
     click.echo(f"{count} catalogue entries", err=True)

@@ -16,6 +16,7 @@ import click
 
 from courtly.errors import CourtlyError, CrawlFailed
 from courtly.exit_codes import ExitCode
+from courtly.write_failure import write_failure
 
 __all__ = ["expected_errors", "fail", "os_error_text", "refuse", "write_json"]
 
@@ -43,7 +44,7 @@ def fail(message: str, summary_json: Path | None = None) -> NoReturn:
 
 def os_error_text(error: OSError) -> str:
     where = f"{error.filename}: " if error.filename else ""
-    return f"{where}{error.strerror or error}"
+    return f"{where}{write_failure(error)}"
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
