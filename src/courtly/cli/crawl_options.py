@@ -155,7 +155,7 @@ _DECORATORS: list[Callable[[Any], Any]] = [
         is_flag=True,
         default=None,
         help="Keep going: revisit fetched pages when due, with conditional GET; ends only by "
-        "a signal or --max-time (one process; memory or SQLite store).",
+        "a signal or --max-time (any store, partitioned or not; docs/recrawl.md).",
     ),
     click.option(
         "--recrawl-share",
