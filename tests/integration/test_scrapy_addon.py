@@ -218,7 +218,9 @@ def start_scrapy(
         )
 
 
-def finished(proc: subprocess.Popen[bytes], workdir: Path) -> Run:
+def finished(
+    proc: subprocess.Popen[bytes] | subprocess.CompletedProcess[bytes], workdir: Path
+) -> Run:
     stats_file = workdir / "stats.json"
     stats = json.loads(stats_file.read_text()) if stats_file.exists() else {}
     assert proc.returncode is not None
@@ -339,6 +341,49 @@ def test_addon_crawl_is_polite_complete_and_ends(web: Web, tmp_path: Path, scrap
     assert run.stat("courtly/start_lag_samples") > 0
     assert run.stat("courtly/left_queued") == 0
     assert run.stat("courtly/duplicates") > 0  # the spider yields many links twice
+
+
+def test_a_full_disk_closes_the_spider_with_one_error_and_the_next_run_goes_on(
+    web: Web, tmp_path: Path
+) -> None:
+    """The state's disk fills up mid-crawl (a file size limit on the spider's process: its
+    SQLite WAL cannot grow): the spider closes at once, reason ``courtly_store_error``,
+    with one error line that names the state file and no traceback (before: a traceback
+    at every step of the scheduler's task while the spider ran on to its timeout, then
+    another at close). The next run, without the limit, resumes the state and finishes
+    the web politely."""
+    state = tmp_path / "state"
+    workdir = tmp_path / "full"
+    workdir.mkdir()
+    limit = 128 * 1024  # the state file is created whole; its WAL soon passes this
+    launcher = (
+        "import os, resource, sys; "
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
+        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+    )
+    command = scrapy_command(web, workdir, courtly_args(state))
+    with (workdir / "scrapy.log").open("wb") as sink:
+        proc = subprocess.run(
+            [sys.executable, "-c", launcher, *command[1:]],
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "PYTHONPATH": scrapy_path(False)},
+            timeout=RUN_TIMEOUT_S + 30,
+            check=False,
+        )
+    failed = finished(proc, workdir)
+    assert failed.stats["finish_reason"] == "courtly_store_error", failed.output[-3000:]
+    assert "Traceback" not in failed.output, failed.output[-3000:]
+    assert failed.stat("log_count/ERROR") == 1, failed.output[-3000:]
+    assert f"{state / 'frontier.sqlite3'}: the state file failed" in failed.output
+
+    resumed = run_scrapy(web, tmp_path / "resumed", courtly_args(state))
+    assert resumed.stats["finish_reason"] == "finished", resumed.output[-3000:]
+    assert resumed.stat("courtly/resumed_queued") > 0
+    report = judge(web, web.records())
+    # Repeats: only what the failed run had fetched but not committed.
+    assert report.violations == report.duplicate_fetches, report.summary()
+    assert report.expected_fetched == report.expected_pages, report.summary()
 
 
 def test_stock_scrapy_fails_the_same_audit(web: Web, tmp_path: Path) -> None:

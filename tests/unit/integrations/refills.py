@@ -3,6 +3,8 @@ refill (no Scrapy engine, no robots.txt fetch, a fake clock)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from scrapy import Spider
 
 from courtly.clock import FakeClock
@@ -31,10 +33,14 @@ class StatsSink:
 
 
 def make_refill(
-    store: MemoryStore, clock: FakeClock, config: CourtlySettings
+    store: MemoryStore,
+    clock: FakeClock,
+    config: CourtlySettings,
+    on_store_error: Callable[[], None] = lambda: None,
 ) -> tuple[Refill, Frontier, Pipeline]:
     """A refill task of ``config`` (a Redis URL in it makes a process of a shared crawl,
-    whatever ``store`` is), its frontier on ``store`` and its pipeline."""
+    whatever ``store`` is), its frontier on ``store`` and its pipeline; ``on_store_error``
+    is what the scheduler would do when the store fails (close the spider)."""
     politeness = PolitenessConfig(min_delay_s=config.min_delay_s)
     frontier = Frontier(store, FrontierConfig(politeness=politeness), clock=clock)
     stats = SchedulerStats(StatsSink())
@@ -55,6 +61,6 @@ def make_refill(
         robots,
         engine=None,
         clock=clock,
-        on_store_error=lambda: None,
+        on_store_error=on_store_error,
     )
     return refill, frontier, pipe

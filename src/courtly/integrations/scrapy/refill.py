@@ -40,7 +40,7 @@ from typing import Any, Final
 from scrapy import Request
 
 from courtly.clock import Clock
-from courtly.errors import InvalidURL, StateError
+from courtly.errors import CrawlFailed, InvalidURL, StateError
 from courtly.fetch.guard import is_blocked_address
 from courtly.frontier import AddStatus, Frontier, Lease, Outcome
 from courtly.frontier.records import DelaySource
@@ -104,6 +104,9 @@ class Refill:
         crawl with a short min delay (:func:`~courtly.store.base.lease_ahead_s`)."""
         self._others_checked_at = float("-inf")
         self._stopping = False
+        self.failure: StateError | CrawlFailed | None = None
+        """The store's error that ended the task, if one did: the store refuses every
+        step after it, so the close writes nothing more."""
         self._children: set[asyncio.Task[None]] = set()
         self._group: asyncio.TaskGroup | None = None
 
@@ -127,8 +130,9 @@ class Refill:
                         await self._fill()
                     await self.drain()
                     wait_s = await self._fill()
-                except StateError:
-                    log.exception("the courtly frontier failed; closing the spider")
+                except (StateError, CrawlFailed) as error:  # for good: a full disk, say
+                    log.error("the courtly frontier failed, closing the spider: %s", error)
+                    self.failure = error
                     self.stats.inc("store_errors")
                     self._stopping = True
                     self._on_store_error()

@@ -274,6 +274,14 @@ class CourtlyScheduler:
         # Leased but never handed out: give them back (their URLs stay at the head).
         for held in pipe.unhanded():
             pipe.give_back(held, None)
+        if refill.failure is not None:
+            # The store failed for good (a full disk): it refuses every step now, and
+            # the next run resumes from its last commit, as after a kill.
+            self._stats.set("in_memory_lost", payloads.in_memory)
+            self._stats.publish()
+            await frontier.aclose()
+            log.info("courtly scheduler closed (%s) after the frontier failed", reason)
+            return
         # Responses the spider had not finished with stay leased: the next run
         # fetches them again.
         await refill.drain(final=True)
