@@ -9,7 +9,7 @@ import errno
 import sqlite3
 from typing import Final
 
-__all__ = ["RESUME_HINT", "write_failure"]
+__all__ = ["RESUME_HINT", "os_error_text", "write_failure"]
 
 RESUME_HINT: Final = (
     "once the cause is fixed, the same command resumes the crawl from its last commit"
@@ -33,3 +33,9 @@ def write_failure(error: BaseException) -> str:
             return f"the disk is full: {text}"
         return text
     return str(error)
+
+
+def os_error_text(error: OSError) -> str:
+    """``error`` in words, after the file it names if it names one (``PATH: ...``)."""
+    where = f"{error.filename}: " if error.filename else ""
+    return f"{where}{write_failure(error)}"

@@ -16,7 +16,7 @@ import click
 
 from courtly.errors import CourtlyError, CrawlFailed
 from courtly.exit_codes import ExitCode
-from courtly.write_failure import write_failure
+from courtly.write_failure import os_error_text
 
 __all__ = ["expected_errors", "fail", "os_error_text", "refuse", "write_json"]
 
@@ -40,11 +40,6 @@ def fail(message: str, summary_json: Path | None = None) -> NoReturn:
             summary_json, {"exit_code": int(ExitCode.FAILED), "outcome": "failed", "error": message}
         )
     sys.exit(ExitCode.FAILED)
-
-
-def os_error_text(error: OSError) -> str:
-    where = f"{error.filename}: " if error.filename else ""
-    return f"{where}{write_failure(error)}"
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

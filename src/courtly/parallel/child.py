@@ -19,7 +19,7 @@ from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.page_budget import SharedPageBudget
 from courtly.parallel.messages import Command
 from courtly.parallel.partition import HostPartition
-from courtly.write_failure import write_failure
+from courtly.write_failure import os_error_text
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
@@ -78,20 +78,14 @@ def child_main(
         # The parent says it (no traceback here): refused if the partition refused its
         # input (exit 2), failed if it broke off a crawl that ran (exit 1).
         refused = isinstance(error, CourtlyError) and not isinstance(error, CrawlFailed)
-        replies.put(("error", index, _in_words(error), refused))
+        text = str(error) if isinstance(error, CourtlyError) else os_error_text(error)
+        replies.put(("error", index, text, refused))
         replies.close()
         replies.join_thread()
         raise SystemExit(2 if refused else 1) from None
     replies.put(("final", index, snapshot))
     replies.close()
     replies.join_thread()
-
-
-def _in_words(error: CourtlyError | OSError) -> str:
-    if isinstance(error, CourtlyError):
-        return str(error)
-    where = f"{error.filename}: " if error.filename else ""
-    return f"{where}{write_failure(error)}"
 
 
 def _parent_watch() -> Callable[[], bool] | None:
