@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -181,6 +182,19 @@ def crawl_flags(web: LiveWeb, state_dir: Path, *, min_delay_s: float = MIN_DELAY
         "--user-agent", UA,
         "--min-delay", str(min_delay_s),
         "--per-ip", str(PER_IP),
+    ]  # fmt: skip
+
+
+def crawl_command(
+    web: LiveWeb, state_dir: Path, *flags: str, min_delay_s: float = MIN_DELAY_S
+) -> list[str]:
+    """``python -m courtly crawl`` of ``web``'s seeds file with :func:`crawl_flags`, then
+    ``flags``: a crawl in a process of its own, as a user starts one."""
+    return [
+        sys.executable, "-m", "courtly", "crawl",
+        "--seeds-file", str(web.server.seeds_file),
+        *crawl_flags(web, state_dir, min_delay_s=min_delay_s),
+        *flags,
     ]  # fmt: skip
 
 

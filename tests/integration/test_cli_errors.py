@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from tests.file_limit import with_file_limit
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.cli import main as cli_main
@@ -502,11 +503,9 @@ def test_status_of_a_stopped_crawl_lists_every_seed(tmp_path: Path, older: bool)
     assert config["seeds_total"] == 150
 
 
-def test_export_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
-    """``courtly export | head -1``: the reader goes away with most of the catalogue
-    unread. The export ends with status 1 (its output is not whole) and says nothing:
-    before, it printed ``Error: Broken pipe``."""
-    state = tmp_path / "S"
+def _catalogue_of_5000(state: Path) -> Path:
+    """A state directory whose catalogue holds 5,000 fetched URLs (more than a pipe or a
+    small file takes at once)."""
     state.mkdir()
 
     async def make() -> None:
@@ -515,6 +514,14 @@ def test_export_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
         await store.aclose()
 
     run_async(make())
+    return state
+
+
+def test_export_into_a_pipe_closed_early_ends_quietly(tmp_path: Path) -> None:
+    """``courtly export | head -1``: the reader goes away with most of the catalogue
+    unread. The export ends with status 1 (its output is not whole) and says nothing:
+    before, it printed ``Error: Broken pipe``."""
+    state = _catalogue_of_5000(tmp_path / "S")
     command = [sys.executable, "-m", "courtly", "export", "--state", str(state)]
     with subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE) as process:
         assert process.stdout is not None and process.stderr is not None
@@ -533,21 +540,10 @@ def test_export_to_a_full_disk_names_its_output_and_leaves_no_part_of_it(
     """``courtly export -o FILE`` whose writes fail (a file size limit here, as a full disk
     would): exit 1 with the output's name in the message (before: the kernel's words
     alone), and neither FILE nor its partial copy left behind."""
-    state = tmp_path / "S"
-    state.mkdir()
-
-    async def make() -> None:
-        store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
-        await store.record([CatalogueEntry(f"{SEED}{i}", status=200) for i in range(5000)])
-        await store.aclose()
-
-    run_async(make())
+    state = _catalogue_of_5000(tmp_path / "S")
     output = tmp_path / "out.jsonl"
-    limited = (
-        "import os, resource, sys; resource.setrlimit(resource.RLIMIT_FSIZE, (65536, 65536)); "
-        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
-    )  # then becomes the command: the limit holds for its writes only
-    command = [sys.executable, "-c", limited, "-m", "courtly", "export", "--state", str(state)]
+    command = [sys.executable, "-m", "courtly", "export", "--state", str(state)]
+    command = with_file_limit(command, 65536)
     result = subprocess.run(
         [*command, "-o", str(output)], capture_output=True, text=True, timeout=120, check=False
     )

@@ -34,7 +34,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
@@ -56,11 +55,11 @@ if TYPE_CHECKING:
         PER_IP,
         LiveWeb,
         catalogue_of,
+        crawl_command,
         crawl_config,
-        crawl_flags,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import PER_IP, LiveWeb, catalogue_of, crawl_config, crawl_flags
+    from conftest import PER_IP, LiveWeb, catalogue_of, crawl_command, crawl_config
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -119,21 +118,9 @@ class Repeat:
 
 
 def _command(web: LiveWeb, state: Path) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "courtly",
-        "crawl",
-        "--seeds-file",
-        str(web.server.seeds_file),
-        *crawl_flags(web, state, min_delay_s=MIN_DELAY_S),
-        "--concurrency",
-        str(CONCURRENCY),
-        "--processes",  # one process: the kills and the resume look at its one state file
-        "1",
-        "--progress-interval",
-        "0.5",
-    ]
+    # one process: the kills and the resume look at its one state file
+    flags = ["--concurrency", str(CONCURRENCY), "--processes", "1", "--progress-interval", "0.5"]
+    return crawl_command(web, state, *flags, min_delay_s=MIN_DELAY_S)
 
 
 def _start(command: list[str], log: Path) -> subprocess.Popen[bytes]:

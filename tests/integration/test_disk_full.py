@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 from click.testing import CliRunner
+from tests.file_limit import with_file_limit
 from warcio.archiveiterator import ArchiveIterator
 
 from courtly.cli import main as cli_main
@@ -33,9 +33,9 @@ from courtly.sandbox import SandboxSpec
 from courtly.write_failure import RESUME_HINT
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import LiveWeb, audit_web, crawl_flags
+    from tests.integration.conftest import LiveWeb, audit_web, crawl_command
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import LiveWeb, audit_web, crawl_flags
+    from conftest import LiveWeb, audit_web, crawl_command
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -59,34 +59,13 @@ a robots.txt that hangs)."""
 
 
 def _command(web: LiveWeb, state: Path, processes: int) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "courtly",
-        "crawl",
-        "--seeds-file",
-        str(web.server.seeds_file),
-        *crawl_flags(web, state),
-        "--concurrency",
-        str(CONCURRENCY),
-        "--processes",
-        str(processes),
-        "-q",
-    ]
-
-
-_LIMITED = (
-    "import os, resource, sys; "
-    f"resource.setrlimit(resource.RLIMIT_FSIZE, ({FILE_LIMIT_BYTES}, {FILE_LIMIT_BYTES})); "
-    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
-)
-"""Sets the limit, then becomes the command (a ``preexec_fn`` is unsafe beside the
-sandbox's thread)."""
+    flags = ["--concurrency", str(CONCURRENCY), "--processes", str(processes), "-q"]
+    return crawl_command(web, state, *flags)
 
 
 def _run(command: list[str], *, limited: bool) -> subprocess.CompletedProcess[str]:
     if limited:
-        command = [sys.executable, "-c", _LIMITED, *command[1:]]
+        command = with_file_limit(command, FILE_LIMIT_BYTES)
     return subprocess.run(
         command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
     )

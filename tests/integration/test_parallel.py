@@ -67,11 +67,11 @@ if TYPE_CHECKING:
         LiveWeb,
         assert_polite,
         audit_web,
+        crawl_command,
         crawl_config,
-        crawl_flags,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import PER_IP, UA, LiveWeb, assert_polite, audit_web, crawl_config, crawl_flags
+    from conftest import PER_IP, UA, LiveWeb, assert_polite, audit_web, crawl_command, crawl_config
 
 pytestmark = pytest.mark.integration
 
@@ -443,13 +443,7 @@ def _two_processes_under_way(
     """``courtly crawl --processes 2`` of ``web`` into ``tmp_path / "state"`` (logging to
     ``tmp_path / "crawl.log"``), once the web has served 40 requests: the command (without
     ``--processes``), the running process and its log."""
-    command = [
-        sys.executable, "-m", "courtly", "crawl",
-        "--seeds-file", str(web.server.seeds_file),
-        *crawl_flags(web, tmp_path / "state"),
-        "--timeout", "10",
-        *flags,
-    ]  # fmt: skip
+    command = crawl_command(web, tmp_path / "state", "--timeout", "10", *flags)
     log = tmp_path / "crawl.log"
     with log.open("ab") as err:
         first = subprocess.Popen([*command, "--processes", "2"], stdout=err, stderr=err)
@@ -641,12 +635,7 @@ def test_a_resume_with_changed_settings_says_each_change_once(
     """Two partitions resume a crawl with another --min-delay: one warning, not one a
     partition."""
     state = tmp_path / "state"
-    command = [
-        sys.executable, "-m", "courtly", "crawl",
-        "--seeds-file", str(small_web.server.seeds_file),
-        *crawl_flags(small_web, state),
-        "--processes", "2", "--max-pages", "5",
-    ]  # fmt: skip
+    command = crawl_command(small_web, state, "--processes", "2", "--max-pages", "5")
     first = subprocess.run(command, capture_output=True, text=True, timeout=GUARD_S)
     assert first.returncode == ExitCode.LIMIT, first.stderr
     again = subprocess.run(

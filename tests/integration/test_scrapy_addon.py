@@ -30,6 +30,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pytest
+from tests.file_limit import with_file_limit
 from tests.redis_servers import (
     RedisCluster,
     have_redis_server,
@@ -355,16 +356,11 @@ def test_a_full_disk_closes_the_spider_with_one_error_and_the_next_run_goes_on(
     state = tmp_path / "state"
     workdir = tmp_path / "full"
     workdir.mkdir()
-    limit = 128 * 1024  # the state file is created whole; its WAL soon passes this
-    launcher = (
-        "import os, resource, sys; "
-        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit})); "
-        "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
-    )
-    command = scrapy_command(web, workdir, courtly_args(state))
+    # 128 KiB: the state file is created whole; its WAL soon passes this
+    command = with_file_limit(scrapy_command(web, workdir, courtly_args(state)), 128 * 1024)
     with (workdir / "scrapy.log").open("wb") as sink:
         proc = subprocess.run(
-            [sys.executable, "-c", launcher, *command[1:]],
+            command,
             stdout=sink,
             stderr=subprocess.STDOUT,
             env={**os.environ, "PYTHONPATH": scrapy_path(False)},
