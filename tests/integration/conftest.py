@@ -12,12 +12,13 @@ import asyncio
 import socket
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from warcio.archiveiterator import ArchiveIterator
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.clock import SystemClock
@@ -196,6 +197,27 @@ def crawl_command(
         *crawl_flags(web, state_dir, min_delay_s=min_delay_s),
         *flags,
     ]  # fmt: skip
+
+
+def warc_responses(warc_dirs: Iterable[Path]) -> dict[tuple[str, int], str]:
+    """(file name, offset) -> WARC-Target-URI of every response record in the WARC files
+    of ``warc_dirs``; every file must read with warcio to its last byte (warcio stops
+    quietly at a torn last member, so the end is checked too), digests right."""
+    found: dict[tuple[str, int], str] = {}
+    for warc_dir in warc_dirs:
+        for path in sorted(warc_dir.glob("*.warc.gz")):
+            end = 0
+            with path.open("rb") as handle:
+                records = ArchiveIterator(handle, check_digests="raise")
+                for record in records:
+                    record.content_stream().read()
+                    assert record.digest_checker.passed is not False, path
+                    if record.rec_type == "response":
+                        uri = record.rec_headers.get_header("WARC-Target-URI")
+                        found[(path.name, records.get_record_offset())] = uri
+                    end = records.get_record_offset() + records.get_record_length()
+            assert end == path.stat().st_size, f"{path} ends in a torn record"
+    return found
 
 
 def catalogue_of(config: CrawlConfig) -> list[CatalogueEntry]:

@@ -57,9 +57,17 @@ if TYPE_CHECKING:
         catalogue_of,
         crawl_command,
         crawl_config,
+        warc_responses,
     )
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import PER_IP, LiveWeb, catalogue_of, crawl_command, crawl_config
+    from conftest import (
+        PER_IP,
+        LiveWeb,
+        catalogue_of,
+        crawl_command,
+        crawl_config,
+        warc_responses,
+    )
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -174,22 +182,6 @@ def _tear(path: Path) -> None:
     member = gzip.compress(record + b"\r\n\r\n")
     with path.open("ab") as handle:
         handle.write(member[: len(member) // 2])
-
-
-def _responses(warc_dir: Path) -> dict[tuple[str, int], str]:
-    """(file name, offset) -> WARC-Target-URI of every response record (digests checked)."""
-    found: dict[tuple[str, int], str] = {}
-    for path in sorted(warc_dir.glob("*.warc.gz")):
-        assert _readable(path), path
-        with path.open("rb") as handle:
-            records = ArchiveIterator(handle, check_digests="raise")
-            for record in records:
-                record.content_stream().read()
-                assert record.digest_checker.passed is not False, path
-                if record.rec_type == "response":
-                    uri = record.rec_headers.get_header("WARC-Target-URI")
-                    found[(path.name, records.get_record_offset())] = uri
-    return found
 
 
 def _page_key(truth: SandboxTruth, rec: RequestRecord) -> tuple[str, str] | None:
@@ -440,7 +432,7 @@ def test_kill_9_at_random_moments_loses_nothing(tmp_path: Path) -> None:
     assert report.coverage == 1.0, report.summary()
 
     # The archive: every file reads to the end; the catalogue points at the right records.
-    responses = _responses(state / "warc")
+    responses = warc_responses([state / "warc"])
     fetched = [entry for entry in catalogue if entry.status is not None]
     assert len(fetched) == len(reference)
     for entry in fetched:

@@ -26,16 +26,15 @@ from typing import TYPE_CHECKING
 import pytest
 from click.testing import CliRunner
 from tests.file_limit import with_file_limit
-from warcio.archiveiterator import ArchiveIterator
 
 from courtly.cli import main as cli_main
 from courtly.sandbox import SandboxSpec
 from courtly.write_failure import RESUME_HINT
 
 if TYPE_CHECKING:
-    from tests.integration.conftest import LiveWeb, audit_web, crawl_command
+    from tests.integration.conftest import LiveWeb, audit_web, crawl_command, warc_responses
 else:  # tests/integration is no package: pytest imports its conftest as "conftest"
-    from conftest import LiveWeb, audit_web, crawl_command
+    from conftest import LiveWeb, audit_web, crawl_command, warc_responses
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
@@ -69,26 +68,6 @@ def _run(command: list[str], *, limited: bool) -> subprocess.CompletedProcess[st
     return subprocess.run(
         command, capture_output=True, text=True, timeout=RUN_TIMEOUT_S, check=False
     )
-
-
-def _responses(warc_dirs: list[Path]) -> dict[tuple[str, int], str]:
-    """(file name, offset) -> WARC-Target-URI of every response record; every file must
-    read to its last byte with its digests right."""
-    found: dict[tuple[str, int], str] = {}
-    for warc_dir in warc_dirs:
-        for path in sorted(warc_dir.glob("*.warc.gz")):
-            end = 0
-            with path.open("rb") as handle:
-                records = ArchiveIterator(handle, check_digests="raise")
-                for record in records:
-                    record.content_stream().read()
-                    assert record.digest_checker.passed is not False, path
-                    if record.rec_type == "response":
-                        uri = record.rec_headers.get_header("WARC-Target-URI")
-                        found[(path.name, records.get_record_offset())] = uri
-                    end = records.get_record_offset() + records.get_record_length()
-            assert end == path.stat().st_size, f"{path} ends in a torn record"
-    return found
 
 
 @pytest.mark.parametrize("processes", [1, 2])
@@ -125,7 +104,7 @@ def test_a_full_disk_ends_the_crawl_with_a_message_and_the_resume_loses_nothing(
     catalogue = [json.loads(line) for line in exported.stdout.splitlines()]
     fetched = [entry for entry in catalogue if entry["status"] is not None]
     assert len(fetched) >= report.expected_pages
-    responses = _responses(sorted(state.glob("**/warc")))
+    responses = warc_responses(sorted(state.glob("**/warc")))
     for entry in fetched:
         where = (entry["warc_file"], entry["warc_offset"])
         assert responses.get(where) == entry["url"], entry
