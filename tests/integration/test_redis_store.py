@@ -35,13 +35,14 @@ from tests.stores import DisposableRedisStore
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.clock import SystemClock
 from courtly.crawl.dispatch import wait_until
+from courtly.errors import CrawlFailed
 from courtly.fetch.ip_gate import GateClosed
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, Lease, QueuedUrl
 from courtly.store.redis import RedisLayout, RedisStore
 from courtly.store.redis.address import connect
-from courtly.store.redis.affinity import owned_shards
+from courtly.store.redis.affinity import MEMBER_REFRESH_S, owned_shards
 from courtly.store.redis.codec import shard_of
 from courtly.store.redis.scripts import SHARD_SCRIPTS, script_text
 
@@ -445,6 +446,30 @@ async def test_a_fetcher_without_affinity_still_says_it_is_live(crawl: tuple[str
         assert (await store.lease(0.0, 30.0, 4)).leases
         assert await store.fetchers() == [store._caller]
         assert store._mine is None  # every shard its own
+    finally:
+        await store.aclose()
+
+
+async def test_a_crawl_whose_keys_are_gone_fails_with_a_message_at_the_next_heartbeat(
+    crawl: tuple[str, str],
+) -> None:
+    """The server lost the crawl (restarted without persistence, flushed, evicted): the
+    next heartbeat (a lease at least MEMBER_REFRESH_S after the last) raises CrawlFailed
+    that says so, instead of the fetcher going on with an empty frontier; the store
+    still closes quietly. Before, the crawl went on idle, then ended as if done."""
+    store = fetcher(crawl)
+    try:
+        await store.add(urls(4, 2), 0.0, NO_BUDGET)
+        assert (await store.lease(0.0, 30.0, 4)).leases
+        url, name = crawl
+        client = connect(url)
+        try:
+            await delete_crawl(client, name)
+        finally:
+            await client.aclose()
+        await asyncio.sleep(MEMBER_REFRESH_S + 0.05)
+        with pytest.raises(CrawlFailed, match=f"the Redis store lost crawl {name!r}"):
+            await store.lease(0.0, 30.0, 4)
     finally:
         await store.aclose()
 

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import socket
 
 import pytest
 
+from courtly.fetch.ip_gate import GateClosed
+from courtly.store.redis.address import connect
+from courtly.store.redis.ip_gate import RedisIpGate
 from courtly.store.redis.outage import OutageLog
 
 
@@ -32,3 +37,28 @@ def test_an_outage_is_told_once_then_every_few_seconds_then_its_end(
     ]
     outage.failed(error, 0.05)  # the next outage is told from its start
     assert caplog.records[-1].getMessage().startswith("redis unavailable, retrying in 0.05 s")
+
+
+async def test_the_ip_gate_tells_an_outage_once_too(caplog: pytest.LogCaptureFixture) -> None:
+    """A request waiting for a slot of an address while the server is down asks again
+    every poll; each try was a warning ("no slot while redis is unavailable"), a dozen a
+    second per address. They now go through the store's OutageLog."""
+    with socket.socket() as probe:  # a loopback port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    client = connect(f"redis://127.0.0.1:{port}/0")
+    gate = RedisIpGate(client, "t", 2, 30.0)
+    caplog.set_level(logging.WARNING)
+
+    async def wait_for_a_slot() -> None:
+        async with gate.hold("127.0.0.9"):
+            raise AssertionError("a slot on a server that is down")
+
+    waiter = asyncio.create_task(wait_for_a_slot())
+    await asyncio.sleep(0.6)  # several polls (every 0.08 s at most)
+    gate.close()
+    with pytest.raises(GateClosed):
+        await waiter
+    await client.aclose()
+    warnings = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].startswith("redis unavailable"), warnings

@@ -38,6 +38,7 @@ from functools import cache
 from typing import Any
 
 from courtly.fetch.ip_gate import GateClosed
+from courtly.store.redis.outage import OutageLog
 from courtly.store.redis.scripts import run_script, script_text
 
 __all__ = ["RedisIpGate"]
@@ -72,7 +73,8 @@ class RedisIpGate:
     shares its own: every caller of one client together stays within its pool, which
     refuses a call beyond its size instead of waiting). ``send(*command)``, if given,
     sends each command instead of the client (the store's batcher on standalone Redis:
-    a command goes in one pipeline with the other callers' of its round).
+    a command goes in one pipeline with the other callers' of its round). ``outage``:
+    where an unreachable server is told (the store's, so that one outage is told once).
     """
 
     def __init__(
@@ -89,6 +91,7 @@ class RedisIpGate:
         lapse_s: float = 2.0,
         calls: asyncio.Semaphore | None = None,
         send: Callable[..., Awaitable[Any]] | None = None,
+        outage: OutageLog | None = None,
     ) -> None:
         if cap < 1:
             raise ValueError("cap must be >= 1")
@@ -109,6 +112,7 @@ class RedisIpGate:
         self._ids = itertools.count()
         self._me = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         self._closed = False
+        self._outage = outage if outage is not None else OutageLog(log)
 
     def close(self) -> None:
         """End every wait for a slot, now and later, with :class:`GateClosed` (slots held
@@ -137,7 +141,8 @@ class RedisIpGate:
                     else:
                         await self._send("ZREM", key, token)
             except _gone() as error:  # the slot frees itself after hold_s
-                log.warning("%s: slot not given back (%s); it frees itself", key, error)
+                log.debug("%s: slot not given back (%s); it frees itself", key, error)
+                self._outage.failed(error, None)
             finally:
                 freed = self._freed.get(ip)
                 if freed is not None:
@@ -158,9 +163,10 @@ class RedisIpGate:
                 got = await self._call_script(
                     keys, [token, self._cap, self._hold_ms, self._me, self._lapse_ms, "take"]
                 )
-        except _gone() as error:
-            log.warning("%s: no slot while redis is unavailable: %s", keys[0], error)
+        except _gone() as error:  # told once, then every few seconds (OutageLog)
+            self._outage.failed(error, self._max_poll_s)
             return self._max_poll_s * 1000.0, 1
+        self._outage.answered()
         return None if int(got[0]) == 1 else (float(got[1]), int(got[2]))
 
     async def _leave(self, keys: list[str]) -> None:
@@ -169,7 +175,8 @@ class RedisIpGate:
             async with self._calls:
                 await self._call_script(keys, ["", 0, 0, self._me, 0, "leave"])
         except _gone() as error:
-            log.warning("%s: turn not given up (%s); it lapses", keys[0], error)
+            log.debug("%s: turn not given up (%s); it lapses", keys[0], error)
+            self._outage.failed(error, None)
 
     async def _call_script(self, keys: list[str], args: list[Any]) -> Any:
         """The gate's script on ``keys`` (through the store's pipelined calls if given)."""

@@ -37,19 +37,24 @@ class OutageLog:
         self._since: float | None = None
         self._warned_at = 0.0
 
-    def failed(self, error: BaseException, retry_in_s: float) -> None:
-        """A call found the server unreachable and retries in ``retry_in_s`` seconds."""
+    def failed(self, error: BaseException, retry_in_s: float | None) -> None:
+        """A call found the server unreachable and retries in ``retry_in_s`` seconds
+        (``None``: it does not retry; what it would have done is undone by the server,
+        a slot that frees itself, say)."""
         now = self._clock()
         if self._since is None:
             self._since, self._warned_at = now, now
-            self._log.warning("redis unavailable, retrying in %.2f s: %s", retry_in_s, error)
+            if retry_in_s is None:
+                self._log.warning("redis unavailable: %s", error)
+            else:
+                self._log.warning("redis unavailable, retrying in %.2f s: %s", retry_in_s, error)
         elif now - self._warned_at >= self._every_s:
             self._warned_at = now
             self._log.warning(
                 "redis unavailable for %.0f s, still retrying: %s", now - self._since, error
             )
         else:
-            self._log.debug("redis unavailable, retrying in %.2f s: %s", retry_in_s, error)
+            self._log.debug("redis unavailable (retry in %s s): %s", retry_in_s, error)
 
     def answered(self) -> None:
         """A call went through: an outage, if one was on, is over."""

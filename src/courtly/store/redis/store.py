@@ -57,7 +57,7 @@ from functools import cache
 from typing import Any, Final
 
 from courtly.archive.catalogue import CatalogueEntry
-from courtly.errors import StateError
+from courtly.errors import CrawlFailed, StateError
 from courtly.frontier.budget import BudgetConfig
 from courtly.frontier.config import QueueConfig
 from courtly.frontier.records import AddStatus, FrontierCounts, HostState, Lease, QueuedUrl
@@ -867,7 +867,7 @@ class RedisStore(RevisitSeam):
             if self._opened:
                 await self._flush_index()
                 if self._members_at > -math.inf:  # its shards go to the others at once
-                    with contextlib.suppress(*_transient()[0]):
+                    with contextlib.suppress(*_transient()[0], CrawlFailed):  # lost: said
                         await self._heartbeat(leaving=True)
             if self._batcher is not None:
                 await self._batcher.aclose()
@@ -884,6 +884,7 @@ class RedisStore(RevisitSeam):
             ready=self.open,
             calls=self._calls,
             send=None if self._batcher is None else self._batcher.call,
+            outage=self._outage,
         )
 
     # -- internals ----------------------------------------------------------------
@@ -1123,10 +1124,23 @@ class RedisStore(RevisitSeam):
         return await self._members("", leaving=False)
 
     async def _members(self, member: str, *, leaving: bool) -> list[str]:
+        """The live fetchers' ids, after renewing (or ending) ``member``'s ('' : neither).
+        Raises :class:`~courtly.errors.CrawlFailed` if the crawl's keys are gone: the
+        frontier went with them, and a fetcher that went on would find nothing to do, or
+        start the crawl again from a seed another process re-adds."""
         args = [member, round(MEMBER_LIFETIME_S * 1000.0), "1" if leaving else "0"]
+        keys = [self._crawl_key + "members", self._crawl_key + "meta"]
         async with self._gate(False):
-            raw = await self._run("members", [self._crawl_key + "members"], args)
-        return [_s(one) for one in raw]
+            raw = await self._run("members", keys, args)
+        if not int(raw[0]):
+            raise CrawlFailed(
+                f"the Redis store lost crawl {self._crawl!r}: its keys are gone (a server "
+                "restarted without persistence, or they were flushed or evicted), and its "
+                "frontier with them; nothing can resume it. Keep Redis's persistence on "
+                "(appendonly yes) and memory unevicted (maxmemory-policy noeviction) for a "
+                "frontier that outlives a restart (docs/distributed.md)"
+            )
+        return [_s(one) for one in raw[1:]]
 
     async def _heartbeat(self, *, leaving: bool) -> None:
         """Renew (or end) this store's membership of the crawl's fetchers and, with
