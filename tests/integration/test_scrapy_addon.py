@@ -18,6 +18,7 @@ import json
 import os
 import pickle
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -39,6 +40,8 @@ from tests.redis_servers import (
     stop_server,
 )
 
+from courtly.event_loop import run_async
+from courtly.frontier.config import QueueConfig
 from courtly.integrations.scrapy.keys import PAYLOAD_NAMESPACE, payload_id_of
 from courtly.sandbox import (
     AuditReport,
@@ -50,6 +53,7 @@ from courtly.sandbox import (
     load_log,
 )
 from courtly.sandbox.urls import split_url
+from courtly.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.integration
 
@@ -380,6 +384,41 @@ def test_a_full_disk_closes_the_spider_with_one_error_and_the_next_run_goes_on(
     # Repeats: only what the failed run had fetched but not committed.
     assert report.violations == report.duplicate_fetches, report.summary()
     assert report.expected_fetched == report.expected_pages, report.summary()
+
+
+@pytest.mark.parametrize("cause", ["redis_unreachable", "state_locked"])
+def test_a_frontier_that_cannot_be_opened_closes_the_spider_with_one_error(
+    web: Web, tmp_path: Path, cause: str
+) -> None:
+    """A Redis store nobody answers at, or a state directory another process holds: the
+    spider closes at once, reason ``courtly_store_error``, with one error line that says
+    why (the store's URL with its password masked), and no traceback. Before, Scrapy
+    shut down half open ("Closing spider (shutdown)") with four tracebacks."""
+    state = tmp_path / "state"
+    extra = courtly_args(state)
+    holder: SqliteStore | None = None
+    if cause == "redis_unreachable":
+        with socket.socket() as probe:  # a loopback port nothing listens on
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        store = f"redis://:secret@127.0.0.1:{port}/0"
+        extra += ["--set", f'COURTLY_STORE="{store}"', "--set", 'COURTLY_CRAWL_NAME="c"']
+        expected = f"the Redis store redis://:***@127.0.0.1:{port}/0: "
+    else:
+        state.mkdir()
+        holder = SqliteStore(state / "frontier.sqlite3", QueueConfig())  # holds the lock
+        expected = "the state file is in use by another process"
+    try:
+        run = run_scrapy(web, tmp_path / "run", extra)
+    finally:
+        if holder is not None:
+            run_async(holder.aclose())
+    assert run.stats["finish_reason"] == "courtly_store_error", run.output[-3000:]
+    assert "Traceback" not in run.output, run.output[-3000:]
+    errors = [line for line in run.output.splitlines() if "] ERROR: " in line]
+    assert len(errors) == 1 and expected in errors[0], run.output[-3000:]
+    assert "secret" not in run.output
+    assert web.records() == []  # not one request
 
 
 def test_stock_scrapy_fails_the_same_audit(web: Web, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
@@ -33,7 +34,7 @@ from scrapy.utils.reactor import is_asyncio_reactor_installed
 from twisted.internet.defer import Deferred
 
 from courtly.clock import Clock, SystemClock
-from courtly.errors import InvalidURL
+from courtly.errors import CrawlFailed, InvalidURL, StateError
 from courtly.frontier import Frontier, FrontierConfig, PolitenessConfig, QueueConfig, QueuedUrl
 from courtly.frontier.politeness import lost_answer_hold_s
 from courtly.heap import FrozenHeap
@@ -105,6 +106,8 @@ class CourtlyScheduler:
     # -- the engine's calls (synchronous) ----------------------------------------
 
     def has_pending_requests(self) -> bool:
+        if self._refill is not None and self._refill.failure is not None:
+            return True  # the close with its reason is on its way: not idle, not "finished"
         return self._pipe is None or self._pipe.pending()
 
     def enqueue_request(self, request: Request) -> bool:
@@ -187,7 +190,11 @@ class CourtlyScheduler:
                 "the courtly scheduler needs Scrapy's asyncio reactor (TWISTED_REACTOR = "
                 "'twisted.internet.asyncioreactor.AsyncioSelectorReactor', the default)"
             )
-        store = self._open_store()
+        failure: StateError | CrawlFailed | None = None
+        try:
+            store = self._open_store()
+        except StateError as error:  # locked, damaged, foreign: the spider is closed below
+            store, failure = MemoryStore(self._fconfig.queues), error
         frontier = Frontier(store, self._fconfig, clock=self._clock)
         self._payloads = Payloads(RequestCodec(spider), self._stats)
         pipe = Pipeline(
@@ -225,7 +232,21 @@ class CourtlyScheduler:
         sig.connect(feedback.downloaded, signal=signals.response_downloaded)
         sig.connect(feedback.left, signal=signals.request_left_downloader)
         sig.connect(feedback.scheduled, signal=signals.request_scheduled)
-        counts = await frontier.counts()
+        if failure is None:
+            try:
+                counts = await frontier.counts()  # the store's first call: it opens
+            except Exception as error:
+                failure = opening_failure(error, self.config.store)
+                if failure is None:
+                    raise
+        if failure is not None:
+            # One line, then a close once the engine is open (a close from inside its
+            # open leaves Scrapy half open: tracebacks from its own close).
+            log.error("the courtly frontier cannot be opened, closing the spider: %s", failure)
+            refill.failure = failure
+            self._stats.inc("store_errors")
+            sig.connect(self._close_after_open, signal=signals.spider_opened)
+            return
         self._stats.set("resumed_queued", counts.queued)
         loop = asyncio.get_running_loop()
         self._probe = LoopProbe(self._clock, loop.call_later, self._stats.loop_lag)
@@ -320,6 +341,10 @@ class CourtlyScheduler:
         else:
             self._stats.inc("engine_wake_unavailable")
 
+    def _close_after_open(self) -> None:
+        """The store could not be opened: close the spider now that it is open."""
+        self._close_spider("courtly_store_error")
+
     def _close_spider(self, reason: str) -> None:
         engine: Any = self.crawler.engine
         close = getattr(engine, "close_spider_async", None)
@@ -327,3 +352,18 @@ class CourtlyScheduler:
             asyncio.get_running_loop().create_task(close(reason=reason))
         else:
             engine.close_spider(self.crawler.spider, reason)
+
+
+def opening_failure(error: Exception, store: str) -> StateError | CrawlFailed | None:
+    """``error``, raised by the store's first call, as the failure that closes the spider:
+    a state file that cannot be used (:class:`StateError`), or a Redis server that does
+    not answer (its client's error, named with the store's URL, password masked); ``None``
+    for anything else (a defect: raised as it is)."""
+    if isinstance(error, StateError | CrawlFailed):
+        return error
+    exceptions = sys.modules.get("redis.exceptions")  # loaded only by a Redis store
+    if exceptions is not None and isinstance(error, exceptions.RedisError):
+        from courtly.store.redis.address import shown
+
+        return CrawlFailed(f"the Redis store {shown(store)}: {error}")
+    return None
