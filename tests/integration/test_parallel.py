@@ -18,6 +18,7 @@ import asyncio
 import gzip
 import itertools
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -427,6 +428,10 @@ def test_a_partition_killed_mid_crawl_fails_the_crawl_with_a_message_and_it_resu
     errors = [line for line in text.splitlines() if line.startswith("Error: ")]
     assert len(errors) == 1 and "killed by SIGKILL" in errors[0], text
     assert errors[0].endswith(RESUME_HINT), errors[0]
+    # The partition that went on says why it stopped, in the record status reads.
+    status = CliRunner().invoke(cli_main, ["status", "--state", str(config.state_dir)])
+    assert status.exit_code == 0, status.output
+    assert re.search(r"why +partition [01]: killed by SIGKILL", status.output), status.output
 
     resumed = subprocess.run(
         command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=GUARD_S

@@ -265,13 +265,15 @@ class Crawler:
 
     # -- lifecycle ------------------------------------------------------------
 
-    def request_stop(self, reason: str = "requested") -> None:
+    def request_stop(self, reason: str = "requested", detail: str | None = None) -> None:
         """Stop leasing; requests in flight finish, or are abandoned once the stop grace
         (``config.stop_grace_s``, 5 s) has passed (their leases stay void: the URLs are
-        fetched again on resume)."""
+        fetched again on resume). ``detail``: why, in words (the snapshot's
+        ``stop_detail``, which ``courtly status`` shows)."""
         if not self._stopping:
             self._stopping = True
             self._stop_reason = reason
+            self._stop_detail = detail
             self._stop_at = self._clock.now()
         self._wake.set()
 

@@ -18,9 +18,11 @@ class Probe:
 
 @dataclass(frozen=True, slots=True)
 class Stop:
-    """Parent -> partition: stop leasing, finish the requests in flight."""
+    """Parent -> partition: stop leasing, finish the requests in flight; ``detail``: why,
+    in words (another partition's failure), kept in the run's record."""
 
     reason: str
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -154,7 +154,7 @@ class HostPartition:
                     if isinstance(command, Probe):
                         self._report(await self.status(crawler, command.round))
                     elif isinstance(command, Stop):
-                        crawler.request_stop(command.reason)
+                        crawler.request_stop(command.reason, command.detail)
                     else:
                         crawler.abort()
                 if self._parent_alive is not None and not self._parent_alive():

@@ -84,14 +84,17 @@ class PartitionedCrawl:
         self._probe_interval_s = probe_interval_s
         self._busy_probe_interval_s = max(probe_interval_s, busy_probe_interval_s)
         self._stop_reason: str | None = None
+        self._stop_detail: str | None = None
         self._stop_sent = False
         self._abort = False
         self._abort_sent = False
 
-    def request_stop(self, reason: str = "requested") -> None:
-        """Ask every partition to stop leasing and finish its requests in flight."""
+    def request_stop(self, reason: str = "requested", detail: str | None = None) -> None:
+        """Ask every partition to stop leasing and finish its requests in flight
+        (``detail``: why, in words, kept in each partition's record of the run)."""
         if self._stop_reason is None:
             self._stop_reason = reason
+            self._stop_detail = detail
 
     def abort(self) -> None:
         """Stop every partition now (nothing is lost; in-flight requests repeat on resume)."""
@@ -200,7 +203,7 @@ class PartitionedCrawl:
                     errors[message[1]] = message[2]
                     if message[3]:
                         refusals.add(message[1])
-                    self.request_stop("error")
+                    self.request_stop("error", _failure_detail(message[1], message[2]))
 
         while True:
             drain()
@@ -210,7 +213,7 @@ class PartitionedCrawl:
                     drain()
                     if i not in finals and i not in errors:
                         errors[i] = _ended(child.exitcode)
-                        self.request_stop("error")
+                        self.request_stop("error", _failure_detail(i, errors[i]))
             if not any(alive):
                 drain()
                 return finals, errors, refusals
@@ -219,7 +222,7 @@ class PartitionedCrawl:
                 self.request_stop("max_pages")
             if self._stop_reason is not None and not self._stop_sent:
                 self._stop_sent = True
-                send(Stop(self._stop_reason))
+                send(Stop(self._stop_reason, self._stop_detail))
             if self._abort and not self._abort_sent:
                 self._abort_sent = True
                 send(Abort())
@@ -262,3 +265,8 @@ def _ended(exitcode: int | None) -> str:
             name = f"signal {-exitcode}"
         return f"killed by {name}"
     return f"exited with code {exitcode}"
+
+
+def _failure_detail(index: int, message: str) -> str:
+    """Why the other partitions stopped: the first failure, without the resume hint."""
+    return f"partition {index}: {message.removesuffix(f'; {RESUME_HINT}')}"
