@@ -164,6 +164,11 @@ CASES: tuple[Case, ...] = (
     ),
     Case("no seeds, no crawl to resume", tuple(CRAWL), r"nothing to crawl"),
     Case("a missing --seeds-file", (*CRAWL, "--seeds-file", "nope.txt"), r"cannot read seeds"),
+    Case(
+        "a missing --hosts-file",
+        (*CRAWL, "--hosts-file", "nope.hosts", SEED),
+        r"--hosts-file nope.hosts: No such file or directory",
+    ),
     # -- numbers
     _flag("--max-time", "-1", r"--max-time must be .* > 0"),
     _flag("--max-time", "0", r"--max-time must be .* > 0"),

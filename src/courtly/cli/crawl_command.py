@@ -18,12 +18,15 @@ from courtly.config import CrawlConfig
 from courtly.crawl import CrawlSnapshot
 from courtly.event_loop import run_async
 from courtly.exit_codes import ExitCode, exit_code_for, stop_reason_words
+from courtly.fetch.hosts import check_hosts_file
 from courtly.observe.command import dashboard_spec
 from courtly.progress import LogProgress, RichProgress, progress_for
 from courtly.state_dir import check_crawl_target, check_writable
 from courtly.store.redis.address import check_store_url, is_redis_url, shown
 
 __all__ = ["crawl"]
+
+log = logging.getLogger("courtly.crawl")
 
 
 @click.command()
@@ -58,6 +61,7 @@ def crawl(
         check_crawl_target(config)
         if is_redis_url(config.store):
             check_store_url(config.store)  # a URL the client would refuse, refused now
+        skipped = [] if config.hosts_file is None else check_hosts_file(config.hosts_file)
     progress = None
     if not quiet:
         progress = progress_for(
@@ -66,6 +70,8 @@ def crawl(
             export=_export_command(config),
         )
     _setup_logging(verbose, quiet, progress)
+    for line in skipped:
+        log.warning("--hosts-file %s %s: ignored", config.hosts_file, line)
     with expected_errors(summary_json):
         snapshot = run_async(run_crawl(config, progress, spec))
     code = exit_code_for(snapshot)

@@ -5,7 +5,9 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-__all__ = ["load_hosts_file", "normalise_host_name", "parse_hosts_text"]
+from courtly.errors import ConfigError
+
+__all__ = ["check_hosts_file", "load_hosts_file", "normalise_host_name", "parse_hosts_text"]
 
 
 def normalise_host_name(name: str) -> str:
@@ -13,23 +15,30 @@ def normalise_host_name(name: str) -> str:
     return name.rstrip(".").lower()
 
 
-def parse_hosts_text(text: str) -> dict[str, list[str]]:
+def parse_hosts_text(text: str, skipped: list[str] | None = None) -> dict[str, list[str]]:
     """Parse hosts-file text into ``{name: [address, ...]}``.
 
     Each line is ``ADDRESS NAME [NAME...]``; ``#`` starts a comment; blank lines
-    and lines whose first field is not an IPv4/IPv6 address are skipped. Names
-    are normalised (:func:`normalise_host_name`). A name on several lines gets
-    every address, in file order, without duplicates. Addresses are kept in
-    canonical text form (``::1``, not ``0:0:0:0:0:0:0:1``).
+    and lines whose first field is not an IPv4/IPv6 address are skipped (each of the
+    latter, and a line with an address alone, is said in ``skipped`` if given:
+    ``line N: why``). Names are normalised (:func:`normalise_host_name`). A name on
+    several lines gets every address, in file order, without duplicates. Addresses are
+    kept in canonical text form (``::1``, not ``0:0:0:0:0:0:0:1``).
     """
     table: dict[str, list[str]] = {}
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         fields = line.split("#", 1)[0].split()
-        if len(fields) < 2:
+        if not fields:
             continue
         try:
             address = str(ipaddress.ip_address(fields[0]))
         except ValueError:
+            if skipped is not None:
+                skipped.append(f"line {number}: {fields[0]!r} is not an IP address")
+            continue
+        if len(fields) < 2:
+            if skipped is not None:
+                skipped.append(f"line {number}: an address without a name")
             continue
         for name in fields[1:]:
             key = normalise_host_name(name)
@@ -49,3 +58,16 @@ def load_hosts_file(path: Path | str) -> dict[str, list[str]]:
     are replaced (they can only occur in comments or in names nobody can ask for).
     """
     return parse_hosts_text(Path(path).read_text(encoding="utf-8-sig", errors="replace"))
+
+
+def check_hosts_file(path: Path | str) -> list[str]:
+    """Read and parse ``path`` as the crawl will (:func:`load_hosts_file`): the lines it
+    skips, in words (``line N: why``), for a warning; :class:`ConfigError` if it cannot
+    be read. A typo there is a name resolved by DNS instead, so it is worth saying."""
+    try:
+        text = Path(path).read_text(encoding="utf-8-sig", errors="replace")
+    except OSError as error:
+        raise ConfigError(f"--hosts-file {path}: {error.strerror or error}") from None
+    skipped: list[str] = []
+    parse_hosts_text(text, skipped)
+    return skipped

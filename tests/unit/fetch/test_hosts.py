@@ -2,7 +2,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from courtly.errors import ConfigError
 from courtly.fetch import load_hosts_file, parse_hosts_text
+from courtly.fetch.hosts import check_hosts_file
 
 SAMPLE = """\
 # a comment line
@@ -58,3 +62,21 @@ def test_a_file_with_a_byte_order_mark_keeps_its_first_entry(tmp_path: Path) -> 
     path = tmp_path / "hosts"
     path.write_bytes(b"\xef\xbb\xbf127.0.0.7 first.test\r\n127.0.0.8 second.test\r\n")
     assert load_hosts_file(path) == {"first.test": ["127.0.0.7"], "second.test": ["127.0.0.8"]}
+
+
+def test_the_lines_skipped_are_said_for_a_warning(tmp_path: Path) -> None:
+    """A typo in a hosts file sends its name to DNS instead: the crawl warns of each line
+    it skips (blank lines and comments are not skipped lines)."""
+    path = tmp_path / "hosts"
+    path.write_text(
+        "# sandbox\n\n127.0.0.2 a.test\ngarbage here\n127.0.0.3\n999.1.1.1 b.test  # typo\n",
+        encoding="utf-8",
+    )
+    assert check_hosts_file(path) == [
+        "line 4: 'garbage' is not an IP address",
+        "line 5: an address without a name",
+        "line 6: '999.1.1.1' is not an IP address",
+    ]
+    assert load_hosts_file(path) == {"a.test": ["127.0.0.2"]}
+    with pytest.raises(ConfigError, match=r"--hosts-file .*nope: No such file"):
+        check_hosts_file(tmp_path / "nope")
