@@ -273,7 +273,8 @@ class Crawler:
         if not self._stopping:
             self._stopping = True
             self._stop_reason = reason
-            self._stop_detail = detail
+            if detail is not None:  # else whatever the caller set before (``ending``)
+                self._stop_detail = detail
             self._stop_at = self._clock.now()
         self._wake.set()
 
