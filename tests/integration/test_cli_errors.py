@@ -558,6 +558,25 @@ def test_export_to_a_full_disk_names_its_output_and_leaves_no_part_of_it(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["S"]
 
 
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_dashboard_address_that_is_taken_is_refused_before_anything_is_written(
+    tmp_path: Path, processes: str
+) -> None:
+    """``courtly crawl --dashboard HOST:PORT`` on a port another program listens on:
+    refused (exit 2) with the flag named, nothing written. Before: exit 1 with the
+    server library's words alone."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        where = f"127.0.0.1:{taken.getsockname()[1]}"
+        with _in(tmp_path):
+            args = [*CRAWL, "--processes", processes, "--dashboard", where, SEED]
+            result = CliRunner().invoke(cli_main, args)
+    assert result.exit_code == ExitCode.REFUSED, result.output
+    assert f"Error: --dashboard {where}: " in result.output
+    assert not (tmp_path / "S").exists()
+
+
 def test_every_seeds_file_given_is_read(tmp_path: Path) -> None:
     """``--seeds-file a --seeds-file b`` reads both: a bad seed in the first file is
     refused (before, only the last file was read, and the first file's seeds were

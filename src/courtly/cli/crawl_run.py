@@ -3,6 +3,7 @@ and its dashboard."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import signal
 from collections.abc import Callable
@@ -29,44 +30,55 @@ async def run_crawl(
     """Run the crawl of ``config`` (one process, or :class:`PartitionedCrawl`) to its end.
 
     The first SIGINT/SIGTERM asks it to stop (requests in flight finish, within
-    ``stop_grace_s``), the second aborts it; ``dashboard`` is served while it runs.
+    ``stop_grace_s``), the second aborts it; ``dashboard`` is served while it runs. Its
+    address is bound first: one that cannot be served is refused before the crawler
+    writes anything (the one-process crawler opens its state file as it is made).
     """
-    crawler: Crawler | PartitionedCrawl
+    say: Callable[[str], None] = progress.notice if progress is not None else _say
+    async with contextlib.AsyncExitStack() as stack:
+        if dashboard is not None:
+            await stack.enter_async_context(serving(dashboard, say))
+        crawler = _crawler(config, progress, dashboard)
+        signals_seen = 0
+
+        def on_signal() -> None:
+            nonlocal signals_seen
+            signals_seen += 1
+            if signals_seen == 1:
+                say(
+                    f"stopping: finishing requests in flight, at most {config.stop_grace_s:g} "
+                    "s (again to stop at once)"
+                )
+                crawler.request_stop("signal")
+            else:
+                say("stopping now: requests in flight are fetched again on resume")
+                crawler.abort()
+
+        with signal_handlers(on_signal, signal.SIGINT, signal.SIGTERM):
+            return await crawler.run()
+    raise AssertionError("unreachable")  # pragma: no cover - the block returns or raises
+
+
+def _crawler(
+    config: CrawlConfig,
+    progress: LogProgress | RichProgress | None,
+    dashboard: DashboardSpec | None,
+) -> Crawler | PartitionedCrawl:
+    """The crawler of ``config``, its progress (and the dashboard's source) attached."""
     try:
         if config.processes > 1:  # checks the shares now, the state directory's layout in run()
             level = logging.getLogger().getEffectiveLevel()
             sink = TeeProgress(progress, dashboard.source) if dashboard else progress
-            crawler = PartitionedCrawl(config, progress=sink, log_level=level)
-        else:
-            claim_layout(config.state_dir, 1)  # refuses a partitioned state directory
-            crawler = Crawler(config, progress=progress)
-            if dashboard is not None:
-                dashboard.for_crawler(crawler)
+            return PartitionedCrawl(config, progress=sink, log_level=level)
+        claim_layout(config.state_dir, 1)  # refuses a partitioned state directory
+        crawler = Crawler(config, progress=progress)
+        if dashboard is not None:
+            dashboard.for_crawler(crawler)
+        return crawler
     except OSError as error:  # before anything is crawled: the --state path is unusable
         raise ConfigError(
             f"cannot use the state directory {config.state_dir}: {os_error_text(error)}"
         ) from None
-    signals_seen = 0
-    say: Callable[[str], None] = progress.notice if progress is not None else _say
-
-    def on_signal() -> None:
-        nonlocal signals_seen
-        signals_seen += 1
-        if signals_seen == 1:
-            say(
-                f"stopping: finishing requests in flight, at most {config.stop_grace_s:g} s "
-                "(again to stop at once)"
-            )
-            crawler.request_stop("signal")
-        else:
-            say("stopping now: requests in flight are fetched again on resume")
-            crawler.abort()
-
-    with signal_handlers(on_signal, signal.SIGINT, signal.SIGTERM):
-        if dashboard is None:
-            return await crawler.run()
-        async with serving(dashboard, say):
-            return await crawler.run()
 
 
 def _say(text: str) -> None:

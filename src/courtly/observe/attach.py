@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from courtly.errors import ConfigError
 from courtly.events import Tick
 from courtly.observe.server import Dashboard
 from courtly.observe.sources import LiveSource
@@ -47,15 +48,21 @@ class DashboardSpec:
     def for_crawler(self, crawler: Crawler) -> None:
         """Feed the source from a one-process crawl's bus (exact top-N): its ticks only,
         so the dashboard adds nothing to the publishing of a fetch's events."""
-        self.source = LiveSource(time.time, crawler.observation.hosts)
+        self.source.attach(crawler.observation.hosts)  # the source the server reads
         crawler.events.subscribe(self.source, (Tick,))
 
 
 @contextlib.asynccontextmanager
 async def serving(spec: DashboardSpec, say: Callable[[str], None]) -> AsyncIterator[Dashboard]:
-    """Serve the dashboard for the duration of the block; says its address."""
+    """Serve the dashboard for the duration of the block; says its address. An address
+    that cannot be served (taken, not this machine's) is :class:`ConfigError` naming
+    ``--dashboard``: it is found before the crawl writes anything."""
     dashboard = Dashboard(spec.source, spec.host, spec.port, token=spec.token)
-    await dashboard.start()
+    try:
+        await dashboard.start()
+    except OSError as error:
+        where = f"{spec.host}:{spec.port}"
+        raise ConfigError(f"--dashboard {where}: {error.strerror or error}") from None
     say(f"dashboard: {dashboard.url}")
     try:
         yield dashboard

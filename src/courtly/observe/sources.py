@@ -59,6 +59,10 @@ class LiveSource:
         self._latest: dict[str, Any] | None = None
         self.history = History()
 
+    def attach(self, table: HostTable) -> None:
+        """Answer :meth:`hosts` from ``table`` (exact top-N) from now on."""
+        self._table = table
+
     def notify(self, event: Event) -> None:
         if isinstance(event, Tick):
             self.update(event.snapshot)
