@@ -800,6 +800,9 @@ class SqliteStore:
                     self._checkpoint_seen()
                 self._commit()
                 self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        except sqlite3.Error as exc:  # a full disk at the last commit: as in a step
+            self._fail(exc)
+            raise self._failure(exc) from exc
         finally:
             self._db.close()
 

@@ -64,3 +64,22 @@ def test_a_full_disk_is_named_whoever_saw_it() -> None:
     )
     assert write_failure(OSError(5, "Input/output error")) == "Input/output error"
     assert write_failure(sqlite3.OperationalError("disk I/O error")) == "disk I/O error"
+
+
+async def test_a_full_disk_at_the_closing_commit_is_the_same_failure(tmp_path: Path) -> None:
+    """The last commit, at close, fails as a step's would (a partition asked to stop after
+    another one's disk filled: its own close found the disk full too), not with SQLite's
+    bare error (a traceback in the partition)."""
+    path = tmp_path / "frontier.db"
+    store = SqliteStore(path, QUEUES, rng=random.Random(3), commit_interval_s=3600.0)
+    await store.add([url("a.test", "p0")], T0, NO_BUDGET)
+    await store.flush()
+    pages = store._db.execute("PRAGMA page_count").fetchone()[0]
+    await store.add([url(f"h{i}.test", "x" * 200) for i in range(2000)], T0, NO_BUDGET)
+    store._db.execute(f"PRAGMA max_page_count = {pages}")  # the close must grow the file
+    with pytest.raises(CrawlFailed, match="the disk is full"):
+        await store.aclose()
+
+    store = SqliteStore(path, QUEUES, rng=random.Random(3))
+    assert (await store.counts(T0)).queued == 1  # the last commit before it
+    await store.aclose()
