@@ -577,6 +577,25 @@ def test_a_dashboard_address_that_is_taken_is_refused_before_anything_is_written
     assert not (tmp_path / "S").exists()
 
 
+def test_changes_of_a_crawl_without_recrawl_says_why_there_are_none(tmp_path: Path) -> None:
+    """``courtly changes`` of a crawl that never revisits: not a bare "0 changes"."""
+    state = tmp_path / "S"
+    state.mkdir()
+
+    async def make(recrawl: bool) -> None:
+        store = SqliteStore(state / "frontier.sqlite3", QueueConfig())
+        await store.put_blob("crawl", "config", json.dumps({"recrawl": recrawl}).encode())
+        await store.aclose()
+
+    run_async(make(False))
+    result = CliRunner().invoke(cli_main, ["changes", "--state", str(state)])
+    assert result.exit_code == 0, result.output
+    assert "0 changes (the crawl does not run with --recrawl" in result.output
+    run_async(make(True))
+    result = CliRunner().invoke(cli_main, ["changes", "--state", str(state)])
+    assert result.exit_code == 0 and result.output.strip() == "0 changes", result.output
+
+
 def test_every_seeds_file_given_is_read(tmp_path: Path) -> None:
     """``--seeds-file a --seeds-file b`` reads both: a bad seed in the first file is
     refused (before, only the last file was read, and the first file's seeds were

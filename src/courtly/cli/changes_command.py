@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -46,7 +47,10 @@ def changes(
         except ValueError as error:
             raise ConfigError(str(error)) from None
 
+        revisits = True  # whether the crawl runs with --recrawl, as its stored config says
+
         async def read() -> list[ChangeEvent]:
+            nonlocal revisits
             if shared is not None:
                 openers: list[Callable[[], Any]] = [lambda: shared]
             else:
@@ -57,9 +61,16 @@ def changes(
                 opened = open_one()
                 try:
                     events.extend(events_from_bytes(await opened.get_blob("recrawl", "changes")))
+                    stored = await opened.get_blob("crawl", "config")
+                    if stored is not None and json.loads(stored).get("recrawl") is False:
+                        revisits = False
                 finally:
                     await opened.aclose()
             return sorted(events, key=lambda event: event.at)
 
         count = export_jsonl(run_async(read()), sys.stdout, since=since_at)
-    click.echo(f"{count} changes", err=True)
+    if count == 0 and not revisits:
+        hint = "the crawl does not run with --recrawl: no page is revisited"
+        click.echo(f"0 changes ({hint})", err=True)
+    else:
+        click.echo(f"{count} changes", err=True)
