@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import multiprocessing
 import os
@@ -195,9 +196,18 @@ def serve(
     """Serve a sandbox web until SIGTERM/SIGINT."""
     if changing and workers > 1:
         raise click.UsageError("--changing serves its pages from one process: use --workers 1")
-    workdir.mkdir(parents=True, exist_ok=True)
+    try:
+        workdir.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise click.ClickException(f"--dir {workdir}: {error.strerror or error}") from None
     spec = _spec(preset, seed, n_hosts, port)
-    run_async(_serve(spec, workdir, max(1, workers), news_period if changing else None))
+    try:
+        run_async(_serve(spec, workdir, max(1, workers), news_period if changing else None))
+    except OSError as error:  # the port taken (on one of the web's addresses), the dir full
+        where = f"{error.filename}: " if error.filename else ""
+        if error.errno == errno.EADDRINUSE:
+            where = f"--port {port}: "
+        raise click.ClickException(f"{where}{error.strerror or error}") from None
 
 
 @sandbox.command("audit")
