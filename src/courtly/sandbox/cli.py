@@ -166,9 +166,13 @@ async def _serve(
     help="Where the hosts file, seeds, sandbox.json, ready marker and logs go.",
 )
 @click.option("--seed", type=int, default=1, show_default=True)
-@click.option("--port", type=int, default=0, help="0 picks a free port.")
-@click.option("--n-hosts", type=int, default=None, help="Host count for broad/politeness.")
-@click.option("--workers", type=int, default=1, show_default=True, help="Server processes.")
+@click.option("--port", type=click.IntRange(0, 65535), default=0, help="0 picks a free port.")
+@click.option(
+    "--n-hosts", type=click.IntRange(min=1), default=None, help="Host count for broad/politeness."
+)
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Server processes."
+)
 @click.option(
     "--changing",
     is_flag=True,
