@@ -222,10 +222,14 @@ def serve(
     required=True,
     help="The directory a `serve` wrote (sandbox.json and request logs).",
 )
-@click.option("--min-delay", "min_delay_s", type=float, required=True, help="Seconds.")
-@click.option("--per-ip-cap", type=int, required=True)
+@click.option(
+    "--min-delay", "min_delay_s", type=click.FloatRange(min=0), required=True, help="Seconds."
+)
+@click.option("--per-ip-cap", type=click.IntRange(min=1), required=True)
 @click.option("--token", default="courtly", show_default=True, help="robots product token.")
-@click.option("--tolerance", "tolerance_s", type=float, default=0.005, show_default=True)
+@click.option(
+    "--tolerance", "tolerance_s", type=click.FloatRange(min=0), default=0.005, show_default=True
+)
 @click.option("--only-ua", default=None, help="Judge only requests whose UA contains this.")
 @click.option("--scope", type=click.Choice(["host", "domain", "any"]), default="domain")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
