@@ -386,14 +386,15 @@ def test_a_full_disk_closes_the_spider_with_one_error_and_the_next_run_goes_on(
     assert report.expected_fetched == report.expected_pages, report.summary()
 
 
-@pytest.mark.parametrize("cause", ["redis_unreachable", "state_locked"])
+@pytest.mark.parametrize("cause", ["redis_unreachable", "state_locked", "state_is_a_file"])
 def test_a_frontier_that_cannot_be_opened_closes_the_spider_with_one_error(
     web: Web, tmp_path: Path, cause: str
 ) -> None:
-    """A Redis store nobody answers at, or a state directory another process holds: the
-    spider closes at once, reason ``courtly_store_error``, with one error line that says
-    why (the store's URL with its password masked), and no traceback. Before, Scrapy
-    shut down half open ("Closing spider (shutdown)") with four tracebacks."""
+    """A Redis store nobody answers at, a state directory another process holds, a file
+    where the state directory should be: the spider closes at once, reason
+    ``courtly_store_error``, with one error line that says why (the store's URL with its
+    password masked), and no traceback. Before, Scrapy shut down half open ("Closing
+    spider (shutdown)") with four tracebacks."""
     state = tmp_path / "state"
     extra = courtly_args(state)
     holder: SqliteStore | None = None
@@ -404,10 +405,13 @@ def test_a_frontier_that_cannot_be_opened_closes_the_spider_with_one_error(
         store = f"redis://:secret@127.0.0.1:{port}/0"
         extra += ["--set", f'COURTLY_STORE="{store}"', "--set", 'COURTLY_CRAWL_NAME="c"']
         expected = f"the Redis store redis://:***@127.0.0.1:{port}/0: "
-    else:
+    elif cause == "state_locked":
         state.mkdir()
         holder = SqliteStore(state / "frontier.sqlite3", QueueConfig())  # holds the lock
         expected = "the state file is in use by another process"
+    else:
+        state.write_text("not a directory\n", encoding="utf-8")
+        expected = f"COURTLY_STATE {state}: File exists"
     try:
         run = run_scrapy(web, tmp_path / "run", extra)
     finally:

@@ -132,3 +132,20 @@ def test_default_breadth_grows_with_the_delay_within_bounds(
     config = CourtlySettings.from_settings(settings)
     assert config.back_queues == hosts
     assert 16 <= config.back_queues <= max(16, concurrency)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "kind"),
+    [
+        ("COURTLY_MIN_DELAY", "fast", "a number"),
+        ("COURTLY_PER_IP", "two", "a whole number"),
+        ("COURTLY_ALLOW_PRIVATE_NETWORKS", "maybe", "true or false"),
+        ("CONCURRENT_REQUESTS", "many", "a whole number"),
+    ],
+)
+def test_a_value_of_the_wrong_kind_is_named_with_its_setting(
+    name: str, value: str, kind: str
+) -> None:
+    """Scrapy's own error said only "could not convert string to float: 'fast'"."""
+    with pytest.raises(ValueError, match=f"^{name} must be {kind}, not '{value}'$"):
+        CourtlySettings.from_settings(Settings({name: value}))

@@ -269,7 +269,12 @@ class CourtlyScheduler:
         from courtly.store.sqlite import SqliteStore
 
         assert self.config.state_dir is not None
-        self.config.state_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.config.state_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as error:  # a file in the way, no permission: the spider is closed
+            raise StateError(
+                f"COURTLY_STATE {self.config.state_dir}: {error.strerror or error}"
+            ) from None
         # Hosts in flight when a previous run was killed have no stored next-allowed
         # time for that request: hold every host one minimum delay from the resume,
         # and the hosts leased at the kill as after a failure (their answer is lost).

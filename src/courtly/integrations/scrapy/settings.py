@@ -22,11 +22,14 @@ of requests leased at once follows ``CONCURRENT_REQUESTS``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from courtly.store.redis.address import check_crawl_name, check_store_url, is_redis_url
+
+_T = TypeVar("_T")
 
 __all__ = ["CourtlySettings", "SettingsReader", "default_back_queues"]
 
@@ -137,24 +140,47 @@ class CourtlySettings:
         raw_store = str(settings.get("COURTLY_STORE") or ("sqlite" if state_dir else "memory"))
         store = raw_store if is_redis_url(raw_store) else raw_store.lower()
         raw_name = settings.get("COURTLY_CRAWL_NAME")
-        timeout_s = settings.getfloat("DOWNLOAD_TIMEOUT", 180.0)
-        concurrency = settings.getint("CONCURRENT_REQUESTS", 16)
+        typed = _Typed(settings)
+        number, whole, flag = typed.number, typed.whole, typed.flag
+        timeout_s = number("DOWNLOAD_TIMEOUT", 180.0)
+        concurrency = whole("CONCURRENT_REQUESTS", 16)
+        min_delay_s = number("COURTLY_MIN_DELAY", 1.0)
         return cls(
             state_dir=state_dir,
             store=store,
             crawl_name=str(raw_name) if raw_name else None,
-            min_delay_s=settings.getfloat("COURTLY_MIN_DELAY", 1.0),
-            delay_factor=settings.getfloat("COURTLY_DELAY_FACTOR", 2.0),
-            max_delay_s=settings.getfloat("COURTLY_MAX_DELAY", 60.0),
-            per_ip=settings.getint("COURTLY_PER_IP", 2),
-            allow_private_networks=settings.getbool("COURTLY_ALLOW_PRIVATE_NETWORKS", False),
+            min_delay_s=min_delay_s,
+            delay_factor=number("COURTLY_DELAY_FACTOR", 2.0),
+            max_delay_s=number("COURTLY_MAX_DELAY", 60.0),
+            per_ip=whole("COURTLY_PER_IP", 2),
+            allow_private_networks=flag("COURTLY_ALLOW_PRIVATE_NETWORKS", False),
             user_agent=str(settings.get("USER_AGENT") or "Scrapy"),
             concurrency=concurrency,
             lease_ttl_s=max(60.0, timeout_s + 60.0),
-            max_wait_s=settings.getfloat("COURTLY_MAX_WAIT", 600.0),
-            gc_freeze=settings.getbool("COURTLY_GC_FREEZE", True),
-            back_queues=settings.getint(
-                "COURTLY_BACK_QUEUES",
-                default_back_queues(concurrency, settings.getfloat("COURTLY_MIN_DELAY", 1.0)),
-            ),
+            max_wait_s=number("COURTLY_MAX_WAIT", 600.0),
+            gc_freeze=flag("COURTLY_GC_FREEZE", True),
+            back_queues=whole("COURTLY_BACK_QUEUES", default_back_queues(concurrency, min_delay_s)),
         )
+
+
+class _Typed:
+    """Scrapy's typed reads of ``settings``, whose ``ValueError`` names the setting and
+    its value (Scrapy's own says only what it could not convert)."""
+
+    def __init__(self, settings: SettingsReader) -> None:
+        self._settings = settings
+
+    def number(self, name: str, default: float) -> float:
+        return self._read(name, lambda: self._settings.getfloat(name, default), "a number")
+
+    def whole(self, name: str, default: int) -> int:
+        return self._read(name, lambda: self._settings.getint(name, default), "a whole number")
+
+    def flag(self, name: str, default: bool) -> bool:
+        return self._read(name, lambda: self._settings.getbool(name, default), "true or false")
+
+    def _read(self, name: str, read: Callable[[], _T], kind: str) -> _T:
+        try:
+            return read()
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must be {kind}, not {self._settings.get(name)!r}") from None
