@@ -16,6 +16,7 @@ import click
 
 from courtly.errors import CourtlyError, CrawlFailed
 from courtly.exit_codes import ExitCode
+from courtly.store.redis.address import is_redis_error
 from courtly.write_failure import os_error_text
 
 __all__ = ["expected_errors", "fail", "os_error_text", "refuse", "write_json"]
@@ -80,13 +81,6 @@ def expected_errors(summary_json: Path | None = None) -> Iterator[None]:
     except OSError as error:
         fail(os_error_text(error), summary_json)
     except Exception as error:
-        if _is_redis_error(error):  # a shared crawl's store unreachable, or gone mid-crawl
+        if is_redis_error(error):  # a shared crawl's store unreachable, or gone mid-crawl
             fail(f"the Redis store: {error}", summary_json)
         raise
-
-
-def _is_redis_error(error: Exception) -> bool:
-    """Whether ``error`` is the Redis client's (loaded only by a command that opened a Redis
-    store: a local crawl never imports it to find out)."""
-    exceptions = sys.modules.get("redis.exceptions")
-    return exceptions is not None and isinstance(error, exceptions.RedisError)

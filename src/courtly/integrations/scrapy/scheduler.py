@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 from typing import TYPE_CHECKING, Any
 
 from scrapy import Request, Spider, signals
@@ -53,6 +52,7 @@ from courtly.integrations.scrapy.shared_gate import SharedIpGate
 from courtly.integrations.scrapy.stats import SchedulerStats
 from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
+from courtly.store.redis.address import is_redis_error, open_redis_store, shown
 from courtly.url import host_of
 
 if TYPE_CHECKING:
@@ -258,8 +258,6 @@ class CourtlyScheduler:
         queues = self._fconfig.queues
         config = self.config
         if config.shared:
-            from courtly.store.redis.address import open_redis_store
-
             assert config.crawl_name is not None  # CourtlySettings checks it
             if config.state_dir is not None:
                 log.warning("courtly: COURTLY_STATE is not used with a Redis COURTLY_STORE")
@@ -366,9 +364,6 @@ def opening_failure(error: Exception, store: str) -> StateError | CrawlFailed | 
     for anything else (a defect: raised as it is)."""
     if isinstance(error, StateError | CrawlFailed):
         return error
-    exceptions = sys.modules.get("redis.exceptions")  # loaded only by a Redis store
-    if exceptions is not None and isinstance(error, exceptions.RedisError):
-        from courtly.store.redis.address import shown
-
+    if is_redis_error(error):
         return CrawlFailed(f"the Redis store {shown(store)}: {error}")
     return None

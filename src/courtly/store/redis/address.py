@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
@@ -14,6 +15,7 @@ __all__ = [
     "check_crawl_name",
     "check_store_url",
     "connect",
+    "is_redis_error",
     "is_redis_url",
     "open_redis_store",
     "replica_options",
@@ -22,6 +24,14 @@ __all__ = [
 ]
 
 _SCHEMES = ("redis://", "rediss://", "redis+cluster://")
+
+
+def is_redis_error(error: BaseException) -> bool:
+    """Whether ``error`` is the Redis client's (an unreachable server, say). Loads nothing:
+    the client's exceptions are looked up only if a Redis store loaded them, so a local
+    crawl never imports the client to find out."""
+    exceptions = sys.modules.get("redis.exceptions")
+    return exceptions is not None and isinstance(error, exceptions.RedisError)
 
 
 def check_crawl_name(name: str, label: str = "--crawl-name") -> None:
