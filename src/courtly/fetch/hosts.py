@@ -50,24 +50,24 @@ def parse_hosts_text(text: str, skipped: list[str] | None = None) -> dict[str, l
     return table
 
 
-def load_hosts_file(path: Path | str) -> dict[str, list[str]]:
-    """Read an ``/etc/hosts``-format file; see :func:`parse_hosts_text`.
+def load_hosts_file(path: Path | str, skipped: list[str] | None = None) -> dict[str, list[str]]:
+    """Read an ``/etc/hosts``-format file; see :func:`parse_hosts_text` (and ``skipped``).
 
     Raises ``OSError`` when the file cannot be read. A leading byte order mark is
     dropped (else the first entry's address would not parse). Bytes that are not UTF-8
     are replaced (they can only occur in comments or in names nobody can ask for).
     """
-    return parse_hosts_text(Path(path).read_text(encoding="utf-8-sig", errors="replace"))
+    text = Path(path).read_text(encoding="utf-8-sig", errors="replace")
+    return parse_hosts_text(text, skipped)
 
 
 def check_hosts_file(path: Path | str) -> list[str]:
     """Read and parse ``path`` as the crawl will (:func:`load_hosts_file`): the lines it
     skips, in words (``line N: why``), for a warning; :class:`ConfigError` if it cannot
     be read. A typo there is a name resolved by DNS instead, so it is worth saying."""
+    skipped: list[str] = []
     try:
-        text = Path(path).read_text(encoding="utf-8-sig", errors="replace")
+        load_hosts_file(path, skipped)
     except OSError as error:
         raise ConfigError(f"--hosts-file {path}: {error.strerror or error}") from None
-    skipped: list[str] = []
-    parse_hosts_text(text, skipped)
     return skipped

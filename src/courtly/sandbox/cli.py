@@ -35,6 +35,7 @@ from courtly.sandbox.server import SandboxServer
 from courtly.sandbox.spec import SandboxSpec
 from courtly.sandbox.truth import Scope
 from courtly.sandbox.world import SandboxWorld
+from courtly.write_failure import os_error_text
 
 __all__ = ["sandbox"]
 
@@ -208,10 +209,9 @@ def serve(
     try:
         run_async(_serve(spec, workdir, max(1, workers), news_period if changing else None))
     except OSError as error:  # the port taken (on one of the web's addresses), the dir full
-        where = f"{error.filename}: " if error.filename else ""
         if error.errno == errno.EADDRINUSE:
-            where = f"--port {port}: "
-        raise click.ClickException(f"{where}{error.strerror or error}") from None
+            raise click.ClickException(f"--port {port}: {error.strerror}") from None
+        raise click.ClickException(os_error_text(error)) from None
 
 
 @sandbox.command("audit")
