@@ -35,9 +35,8 @@ async def run_crawl(
     writes anything (the one-process crawler opens its state file as it is made).
     """
     say: Callable[[str], None] = progress.notice if progress is not None else _say
-    async with contextlib.AsyncExitStack() as stack:
-        if dashboard is not None:
-            await stack.enter_async_context(serving(dashboard, say))
+    served = serving(dashboard, say) if dashboard is not None else contextlib.nullcontext()
+    async with served:
         crawler = _crawler(config, progress, dashboard)
         signals_seen = 0
 
@@ -56,7 +55,6 @@ async def run_crawl(
 
         with signal_handlers(on_signal, signal.SIGINT, signal.SIGTERM):
             return await crawler.run()
-    raise AssertionError("unreachable")  # pragma: no cover - the block returns or raises
 
 
 def _crawler(
