@@ -90,13 +90,13 @@ class StatusFile:
 
     def __init__(self, path: Path, identity: dict[str, Any], now: Callable[[], float]) -> None:
         self._path = path
-        self._config_json = json.dumps(status_config(identity))
         self._now = now
+        self.configure(identity)
 
     def configure(self, identity: dict[str, Any]) -> None:
         """The configuration to write from now on: the crawl's, once its start has read
         the seeds the store holds (a resume gives none, or only some, on its command line)."""
-        self._config_json = json.dumps(status_config(identity))
+        self._config_json: str = json.dumps(status_config(identity))
 
     def notify(self, event: Event) -> None:
         if isinstance(event, Tick):

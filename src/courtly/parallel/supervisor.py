@@ -147,14 +147,11 @@ class PartitionedCrawl:
         if self._progress is not None:
             self._progress.close(snapshot)
         if errors:
-            hint = f"; {RESUME_HINT}"  # said once, after every partition's message
-            detail = "; ".join(
-                f"partition {i}: {message.removesuffix(hint)}"
-                for i, message in sorted(errors.items())
-            )
+            # each partition's message without the resume hint, said once after them all
+            detail = "; ".join(_failure_detail(i, m) for i, m in sorted(errors.items()))
             if refusals.issuperset(errors):  # each refused its input: nothing was crawled
                 raise StateError(f"the partitioned crawl failed ({detail})")
-            raise CrawlFailed(f"the partitioned crawl failed ({detail}){hint}")
+            raise CrawlFailed(f"the partitioned crawl failed ({detail}); {RESUME_HINT}")
         return snapshot
 
     async def _supervise(
@@ -268,5 +265,6 @@ def _ended(exitcode: int | None) -> str:
 
 
 def _failure_detail(index: int, message: str) -> str:
-    """Why the other partitions stopped: the first failure, without the resume hint."""
+    """Partition ``index``'s failure in words, without the resume hint (the other
+    partitions' reason to stop, and a part of the crawl's own message)."""
     return f"partition {index}: {message.removesuffix(f'; {RESUME_HINT}')}"
