@@ -13,6 +13,9 @@ up once. A serial run (plain ``pytest``) sees the same order.
 
 from __future__ import annotations
 
+import importlib.machinery
+from pathlib import Path
+
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -58,3 +61,24 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # the code: off for the whole suite. Example counts and every property stay as written.
 settings.register_profile("courtly", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("courtly")
+
+
+def _stale_extensions() -> list[str]:
+    """Compiled modules (``make compile``) older than the source beside them: the import
+    system would run the old code in place of the edited source."""
+    stale = []
+    src = Path(__file__).resolve().parents[1] / "src" / "courtly"
+    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+        for extension in src.rglob("*" + suffix):
+            source = extension.with_name(extension.name.removesuffix(suffix) + ".py")
+            if source.is_file() and source.stat().st_mtime > extension.stat().st_mtime:
+                stale.append(str(source.relative_to(src.parents[1])))
+    return sorted(stale)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    stale = _stale_extensions()
+    if stale:
+        raise pytest.UsageError(
+            "edited since they were compiled (run `make compile`): " + ", ".join(stale)
+        )
