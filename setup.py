@@ -4,7 +4,7 @@ The package's metadata is in ``pyproject.toml``; this file only adds the compile
 Each module in :data:`COMPILED` is ordinary typed Python (``mypy --strict`` clean) that
 mypyc turns into a C extension beside it; the import system takes the extension before
 the ``.py``, and the ``.py`` stays the source of truth and the fallback. The crawler's CPU
-per page is about a sixth lower compiled (docs/performance.md, *Compiled hot modules*).
+per page is about an eighth lower compiled (docs/performance.md, *Compiled hot modules*).
 
 When it compiles: ``COURTLY_MYPYC=1`` requires it (the build fails if mypyc fails),
 ``COURTLY_MYPYC=0`` never compiles, unset compiles when mypyc can be imported. mypyc needs
