@@ -2,7 +2,9 @@
 
 ``make`` compiles them in place before the suite (``make compile``); CI sets
 ``COURTLY_REQUIRE_COMPILED=1`` so that a build that silently fell back to pure Python
-fails here instead of measuring and testing something users do not run.
+fails here instead of measuring and testing something users do not run. ``make
+unit-pure`` runs these modules' own tests again on a copy of their source without the
+extensions, with ``COURTLY_REQUIRE_PURE=1``: then each must be imported from its ``.py``.
 """
 
 from __future__ import annotations
@@ -51,6 +53,10 @@ def test_a_compiled_module_is_the_one_imported_and_newer_than_its_source(source:
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
     if os.environ.get("COURTLY_REQUIRE_COMPILED") == "1":
         assert path.name.endswith(suffixes), f"{module.__name__} runs from {path}: not compiled"
+    if os.environ.get("COURTLY_REQUIRE_PURE") == "1":
+        assert path.suffix == ".py", f"{module.__name__} runs from {path}: not pure Python"
+        assert path.read_bytes() == (ROOT / source).read_bytes()
+        return
     if path.name.endswith(suffixes):
         assert path.parent == (ROOT / source).parent
         assert path.stat().st_mtime >= (ROOT / source).stat().st_mtime, (
