@@ -62,7 +62,7 @@ PURE_TESTS = tests/unit/test_compiled.py tests/unit/url tests/unit/frontier test
 unit-pure: $(STAMP)
 	rm -rf build/pure && mkdir -p build/pure && cp -r src/courtly build/pure/
 	find build/pure -name '*.so' -delete
-	COURTLY_REQUIRE_PURE=1 PYTHONPATH=build/pure $(PY) -m pytest -n $(TEST_WORKERS) \
+	COURTLY_REQUIRE_PURE=1 COURTLY_REQUIRE_COMPILED= PYTHONPATH=build/pure $(PY) -m pytest -n $(TEST_WORKERS) \
 	  -p no:cacheprovider -k 'not redis' $(PURE_TESTS)
 
 test: lint typecheck unit unit-pure
