@@ -35,7 +35,8 @@ def write_failure(error: BaseException) -> str:
     return str(error)
 
 
-def os_error_text(error: OSError) -> str:
-    """``error`` in words, after the file it names if it names one (``PATH: ...``)."""
-    where = f"{error.filename}: " if error.filename else ""
-    return f"{where}{write_failure(error)}"
+def os_error_text(error: OSError, about: str | None = None) -> str:
+    """``error`` in words, after ``about`` (what the user named: ``--dashboard HOST:PORT``)
+    if given, else after the file it names if it names one (``PATH: ...``)."""
+    where = about if about is not None else error.filename
+    return f"{where}: {write_failure(error)}" if where else write_failure(error)

@@ -6,6 +6,7 @@ import ipaddress
 from pathlib import Path
 
 from courtly.errors import ConfigError
+from courtly.write_failure import os_error_text
 
 __all__ = ["check_hosts_file", "load_hosts_file", "normalise_host_name", "parse_hosts_text"]
 
@@ -69,5 +70,5 @@ def check_hosts_file(path: Path | str) -> list[str]:
     try:
         load_hosts_file(path, skipped)
     except OSError as error:
-        raise ConfigError(f"--hosts-file {path}: {error.strerror or error}") from None
+        raise ConfigError(os_error_text(error, f"--hosts-file {path}")) from None
     return skipped

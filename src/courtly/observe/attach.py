@@ -16,6 +16,7 @@ from courtly.errors import ConfigError
 from courtly.events import Tick
 from courtly.observe.server import Dashboard
 from courtly.observe.sources import LiveSource
+from courtly.write_failure import os_error_text
 
 if TYPE_CHECKING:
     from courtly.crawl import Crawler, CrawlSnapshot, ProgressSink
@@ -61,8 +62,7 @@ async def serving(spec: DashboardSpec, say: Callable[[str], None]) -> AsyncItera
     try:
         await dashboard.start()
     except OSError as error:
-        where = f"{spec.host}:{spec.port}"
-        raise ConfigError(f"--dashboard {where}: {error.strerror or error}") from None
+        raise ConfigError(os_error_text(error, f"--dashboard {spec.host}:{spec.port}")) from None
     say(f"dashboard: {dashboard.url}")
     try:
         yield dashboard

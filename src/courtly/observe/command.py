@@ -14,6 +14,7 @@ from courtly.event_loop import signal_handlers
 from courtly.observe.attach import DashboardSpec
 from courtly.observe.server import Dashboard, is_loopback, parse_listen
 from courtly.observe.sources import FileSource, status_paths
+from courtly.write_failure import os_error_text
 
 __all__ = ["dashboard", "dashboard_spec"]
 
@@ -82,4 +83,4 @@ def dashboard(state_dir: Path, listen: str, token: str | None) -> None:
     try:
         asyncio.run(_serve(FileSource(state_dir), spec.host, spec.port, spec.token))
     except OSError as error:  # the address taken, or not this machine's
-        raise click.ClickException(f"--listen {listen}: {error.strerror or error}") from None
+        raise click.ClickException(os_error_text(error, f"--listen {listen}")) from None

@@ -204,13 +204,13 @@ def serve(
     try:
         workdir.mkdir(parents=True, exist_ok=True)
     except OSError as error:
-        raise click.ClickException(f"--dir {workdir}: {error.strerror or error}") from None
+        raise click.ClickException(os_error_text(error, f"--dir {workdir}")) from None
     spec = _spec(preset, seed, n_hosts, port)
     try:
         run_async(_serve(spec, workdir, max(1, workers), news_period if changing else None))
     except OSError as error:  # the port taken (on one of the web's addresses), the dir full
         if error.errno == errno.EADDRINUSE:
-            raise click.ClickException(f"--port {port}: {error.strerror}") from None
+            raise click.ClickException(os_error_text(error, f"--port {port}")) from None
         raise click.ClickException(os_error_text(error)) from None
 
 

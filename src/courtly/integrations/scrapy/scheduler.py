@@ -54,6 +54,7 @@ from courtly.store.base import FrontierStore
 from courtly.store.memory import MemoryStore
 from courtly.store.redis.address import is_redis_error, open_redis_store, shown
 from courtly.url import host_of
+from courtly.write_failure import os_error_text
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -270,9 +271,8 @@ class CourtlyScheduler:
         try:
             self.config.state_dir.mkdir(parents=True, exist_ok=True)
         except OSError as error:  # a file in the way, no permission: the spider is closed
-            raise StateError(
-                f"COURTLY_STATE {self.config.state_dir}: {error.strerror or error}"
-            ) from None
+            where = f"COURTLY_STATE {self.config.state_dir}"
+            raise StateError(os_error_text(error, where)) from None
         # Hosts in flight when a previous run was killed have no stored next-allowed
         # time for that request: hold every host one minimum delay from the resume,
         # and the hosts leased at the kill as after a failure (their answer is lost).
