@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +11,14 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from courtly.cli.failures import expected_errors
-from courtly.cli.state_access import CRAWL_NAME, SHARED_STORE, STATE_DIR, open_existing, open_shared
+from courtly.cli.state_access import (
+    CRAWL_NAME,
+    SHARED_STORE,
+    STATE_DIR,
+    open_existing,
+    open_shared,
+    stored_config,
+)
 from courtly.errors import ConfigError
 from courtly.event_loop import run_async
 from courtly.parallel import state_dirs
@@ -61,8 +67,8 @@ def changes(
                 opened = open_one()
                 try:
                     events.extend(events_from_bytes(await opened.get_blob("recrawl", "changes")))
-                    stored = await opened.get_blob("crawl", "config")
-                    if stored is not None and json.loads(stored).get("recrawl") is False:
+                    stored = await stored_config(opened)
+                    if stored is not None and stored.get("recrawl") is False:
                         revisits = False
                 finally:
                     await opened.aclose()

@@ -16,7 +16,15 @@ from courtly.errors import ConfigError, StateError
 from courtly.frontier.config import QueueConfig
 from courtly.state_dir import STATE_FILE
 
-__all__ = ["CRAWL_NAME", "SHARED_STORE", "STATE_DIR", "live_status", "open_existing", "open_shared"]
+__all__ = [
+    "CRAWL_NAME",
+    "SHARED_STORE",
+    "STATE_DIR",
+    "live_status",
+    "open_existing",
+    "open_shared",
+    "stored_config",
+]
 
 
 def open_existing(state_dir: Path) -> Any:
@@ -29,6 +37,13 @@ def open_existing(state_dir: Path) -> Any:
         )
     config = CrawlConfig(state_dir=state_dir, user_agent="courtly/0 (+mailto:status@localhost)")
     return open_store(config, QueueConfig())
+
+
+async def stored_config(store: Any) -> dict[str, Any] | None:
+    """The configuration the crawl saved in ``store`` at its last start (status.json's
+    ``config``), or ``None`` if it never started."""
+    blob = await store.get_blob("crawl", "config")
+    return None if blob is None else dict(json.loads(blob))
 
 
 def live_status(directory: Path) -> dict[str, Any] | None:

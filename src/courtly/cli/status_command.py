@@ -17,6 +17,7 @@ from courtly.cli.state_access import (
     live_status,
     open_existing,
     open_shared,
+    stored_config,
 )
 from courtly.errors import StateLocked
 from courtly.event_loop import run_async
@@ -58,7 +59,7 @@ def status(
             counts = await shared.counts(time.time())
             fetchers = await shared.fetchers()
             last = await shared.get_blob("crawl", "last_run")
-            conf = await shared.get_blob("crawl", "config")
+            conf = await stored_config(shared)
             seed_count = await shared.seed_count()
         except RedisError as error:
             raise click.ClickException(f"{shown(store)}: {error}") from None
@@ -69,7 +70,7 @@ def status(
             "crawl_name": crawl_name,
             "frontier": {k: getattr(counts, k) for k in counts.__dataclass_fields__},
             "last_run": json.loads(last) if last else None,
-            "config": _with_seed_count(json.loads(conf), seed_count) if conf else None,
+            "config": _with_seed_count(conf, seed_count) if conf is not None else None,
             "running": counts.leased > 0,
             "fetchers_live": len(fetchers),
         }
@@ -102,15 +103,14 @@ def status(
             try:
                 all_counts.append(await store.counts(0.0))
                 last = await store.get_blob("crawl", "last_run")
-                conf = await store.get_blob("crawl", "config")
+                config = await stored_config(store)
                 seeds = await store.seeds()
             finally:
                 await store.aclose()
             runs.append(json.loads(last) if last else None)
             # every seed (the state file keeps them: the blob lists the first ones, in the
             # order given), and their number as status.json has it
-            if conf:
-                config = json.loads(conf)
+            if config is not None:
                 listed = config.get("seeds", []) if "seeds_total" in config else []
                 config["seeds"] = list(dict.fromkeys([*listed, *seeds])) or config.get("seeds")
                 confs.append(status_config(config, listed=None))
