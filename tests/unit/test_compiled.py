@@ -1,4 +1,4 @@
-"""The modules ``setup.py`` compiles with mypyc: the suite runs the compiled ones, never stale.
+"""The modules ``setup.py`` compiles with mypyc: the suite runs the compiled ones.
 
 ``make`` compiles them in place before the suite (``make compile``); CI sets
 ``COURTLY_REQUIRE_COMPILED=1`` so that a build that silently fell back to pure Python
@@ -47,7 +47,9 @@ def test_the_compiled_list_names_modules_that_exist() -> None:
 
 
 @pytest.mark.parametrize("source", SOURCES)
-def test_a_compiled_module_is_the_one_imported_and_newer_than_its_source(source: str) -> None:
+def test_a_compiled_module_is_the_one_imported(source: str) -> None:
+    """(An extension older than its source never gets here: tests/conftest.py refuses to
+    start the suite.)"""
     module = importlib.import_module(_module_name(source))
     path = Path(str(module.__file__))
     suffixes = tuple(importlib.machinery.EXTENSION_SUFFIXES)
@@ -59,8 +61,5 @@ def test_a_compiled_module_is_the_one_imported_and_newer_than_its_source(source:
         assert path.name.endswith(suffixes), f"{module.__name__} runs from {path}: not compiled"
     if path.name.endswith(suffixes):
         assert path.parent == (ROOT / source).parent
-        assert path.stat().st_mtime >= (ROOT / source).stat().st_mtime, (
-            f"{path.name} is older than {source}: run `make compile`"
-        )
     else:
         assert path == ROOT / source
