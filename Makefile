@@ -19,7 +19,7 @@ TEST_WORKERS ?= 2
 
 $(STAMP): pyproject.toml setup.py
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip 'setuptools>=68' wheel
+	$(PY) -m pip install --quiet --upgrade pip 'setuptools>=77' wheel
 	COURTLY_MYPYC=0 $(PY) -m pip install --quiet -e '.[test,bench]'
 	rm -rf $(SCRAPY_OLDEST)
 	$(PY) -m pip install --quiet --no-deps --target $(SCRAPY_OLDEST) $(SCRAPY_OLDEST_PINS)
