@@ -21,6 +21,7 @@ import os
 import re
 import socket
 import sqlite3
+import stat
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from tests.fifo import read_fifo, read_fifo_done
 from tests.file_limit import with_file_limit
 
 from courtly.archive.catalogue import CatalogueEntry
@@ -556,6 +558,25 @@ def test_export_to_a_full_disk_names_its_output_and_leaves_no_part_of_it(
     assert result.stderr.startswith(f"Error: {output}: "), result.stderr
     assert "Traceback" not in result.stderr
     assert sorted(p.name for p in tmp_path.iterdir()) == ["S"]
+
+
+def test_export_into_a_named_pipe_writes_through_it(tmp_path: Path) -> None:
+    """``courtly export -o PIPE`` (a named pipe, as ``/dev/stdout`` is a device): the lines
+    go through the pipe, which stays a pipe. Before, the export wrote ``PIPE.partial`` and
+    renamed it over the pipe (over the device node, for ``-o /dev/stdout`` run by root)."""
+    state = _catalogue_of_5000(tmp_path / "S")
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = read_fifo(fifo, got)
+    command = [sys.executable, "-m", "courtly", "export", "--state", str(state), "-o", str(fifo)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert read_fifo_done(fifo, reader, 10), "nothing was written through the pipe"
+    assert result.returncode == 0, result.stderr
+    lines = got[0].splitlines()
+    assert len(lines) == 5000 and json.loads(lines[0])["url"].startswith(SEED)
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["S", "pipe"]
 
 
 @pytest.mark.parametrize("processes", ["1", "2"])

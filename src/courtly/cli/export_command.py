@@ -12,6 +12,7 @@ from typing import Any
 import click
 
 from courtly.cli.failures import expected_errors
+from courtly.cli.output_file import written_whole
 from courtly.cli.state_access import CRAWL_NAME, SHARED_STORE, STATE_DIR, open_existing, open_shared
 from courtly.event_loop import run_async
 from courtly.parallel import state_dirs
@@ -53,7 +54,8 @@ def export(
     """Export the catalogue (every URL seen, fetched or skipped) as JSON Lines: of the
     crawl in --state DIR, or of the shared crawl --crawl-name in a Redis --store.
 
-    -o FILE appears whole or not at all. Exit code 2 for a missing, damaged or
+    -o FILE appears whole or not at all (a device or a named pipe, such as
+    /dev/stdout, is written in place). Exit code 2 for a missing, damaged or
     locked state file or an unwritable output.
     """
     from courtly.archive.catalogue import export_jsonl
@@ -92,15 +94,6 @@ def export(
             count = run_async(write(sys.stdout))
         else:
             check_writable(output.parent, "the directory of --output", must_exist=True)
-            partial = output.with_name(output.name + ".partial")
-            try:  # the output appears whole, or not at all
-                with partial.open("w", encoding="utf-8") as out:
-                    count = run_async(write(out))
-                partial.replace(output)
-            except OSError as error:
-                if error.filename is None:  # a write (a full disk): name what was written
-                    error.filename = str(output)
-                raise
-            finally:
-                partial.unlink(missing_ok=True)
+            with written_whole(output) as out:
+                count = run_async(write(out))
     click.echo(f"{count} catalogue entries", err=True)

@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import click
 
+from courtly.cli.output_file import written_whole
 from courtly.errors import CourtlyError, CrawlFailed
 from courtly.exit_codes import ExitCode
 from courtly.store.redis.address import is_redis_error
@@ -44,11 +45,10 @@ def fail(message: str, summary_json: Path | None = None) -> NoReturn:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    """Write ``data`` to ``path`` whole (a temporary file renamed into place)."""
-    temporary = path.with_name(path.name + ".tmp")
+    """Write ``data`` to ``path`` whole (:func:`~courtly.cli.output_file.written_whole`)."""
     try:
-        temporary.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        temporary.replace(path)
+        with written_whole(path) as out:
+            out.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
     except OSError as error:
         click.echo(f"Error: cannot write the summary: {os_error_text(error)}", err=True)
 
