@@ -617,6 +617,18 @@ def test_changes_of_a_crawl_without_recrawl_says_why_there_are_none(tmp_path: Pa
     assert result.exit_code == 0 and result.output.strip() == "0 changes", result.output
 
 
+def test_a_crawl_name_without_a_redis_store_is_said_to_be_ignored(tmp_path: Path) -> None:
+    """``--crawl-name`` names a crawl in a Redis store only: with the local store it is
+    ignored, and the crawl says so instead of running as if it were used."""
+    command = [sys.executable, "-m", "courtly", "crawl", "--state", str(tmp_path / "S")]
+    command += ["--user-agent", UA, "--crawl-name", "mine", "--allow-private-networks"]
+    command += ["--max-time", "1", "http://127.0.0.1:9/"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode in (ExitCode.LIMIT, ExitCode.NOTHING_FETCHED), result.stderr
+    assert "--crawl-name mine: only a Redis store" in result.stderr
+    assert "ignored with --store sqlite" in result.stderr
+
+
 def test_every_seeds_file_given_is_read(tmp_path: Path) -> None:
     """``--seeds-file a --seeds-file b`` reads both: a bad seed in the first file is
     refused (before, only the last file was read, and the first file's seeds were

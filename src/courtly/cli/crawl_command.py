@@ -72,6 +72,13 @@ def crawl(
     _setup_logging(verbose, quiet, progress)
     for line in skipped:
         log.warning("--hosts-file %s %s: ignored", config.hosts_file, line)
+    if config.crawl_name and not is_redis_url(config.store):
+        log.warning(
+            "--crawl-name %s: only a Redis store (--store redis://...) uses a crawl name; "
+            "ignored with --store %s",
+            config.crawl_name,
+            config.store,
+        )
     with expected_errors(summary_json):
         snapshot = run_async(run_crawl(config, progress, spec))
     code = exit_code_for(snapshot)
