@@ -358,6 +358,18 @@ CASES: tuple[Case, ...] = (
         setup=_state_file(lambda data: data[: len(data) // 2]),
     ),
     Case(
+        "status: --crawl-name without --store",
+        ("status", "--state", "S", "--crawl-name", "c"),
+        r"--crawl-name names a crawl in a Redis --store: give --store URL with it",
+        setup=_state_file(lambda data: data),
+    ),
+    Case(
+        "export: --crawl-name without --store",
+        ("export", "--state", "S", "--crawl-name", "c", "-o", "out.jsonl"),
+        r"--crawl-name names a crawl in a Redis --store: give --store URL with it",
+        setup=_state_file(lambda data: data),
+    ),
+    Case(
         "export -o into a missing directory",
         ("export", "--state", "S", "-o", "nowhere/x.jsonl"),
         r"the directory of --output nowhere does not exist",

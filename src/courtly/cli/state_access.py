@@ -56,8 +56,14 @@ def live_status(directory: Path) -> dict[str, Any] | None:
 
 
 def open_shared(store: str | None, crawl_name: str | None) -> Any:
-    """The Redis store of ``--store URL --crawl-name NAME``; ``None`` without ``--store``."""
+    """The Redis store of ``--store URL --crawl-name NAME``; ``None`` without ``--store``
+    (then ``--crawl-name`` alone is refused: it names nothing in a state directory)."""
     if store is None:
+        if crawl_name is not None:
+            raise click.UsageError(
+                "--crawl-name names a crawl in a Redis --store: give --store URL with it, "
+                "or leave it out to read --state DIR"
+            )
         return None
     from courtly.store.redis import RedisStore
     from courtly.store.redis.address import (
