@@ -25,7 +25,14 @@ from urllib.parse import urlsplit
 
 import pytest
 from click.testing import CliRunner
-from tests.redis_servers import delete_crawl, have_redis_server, new_crawl_name, standalone_url
+from tests.redis_servers import (
+    delete_crawl,
+    have_redis_server,
+    new_crawl_name,
+    standalone_url,
+    start_standalone,
+    stop_server,
+)
 
 from courtly.cli import main as cli_main
 from courtly.cli import run_async
@@ -354,6 +361,47 @@ def test_a_dead_host_is_retired_on_redis_and_the_crawl_ends(
     assert snapshot.stop_reason == "nothing_fetchable"
     assert snapshot.robots_fetches == SHORT_RETRIES.dead_after_failures
     assert snapshot.pages == 0
+
+
+STOP_GRACE_S = 2.0
+
+
+def test_max_time_ends_a_crawl_in_its_grace_with_redis_down(tmp_path: Path) -> None:
+    """The Redis server dies mid-crawl: the store waits it out (``retry_s``, 60 s), but
+    ``--max-time`` still ends the crawl within its stop grace, with one error that names
+    the store (exit 1). Before, every call kept retrying for its whole minute: the crawl
+    went on 60 s past the outage's start whatever its --max-time."""
+    url, server = start_standalone()
+    web = LiveWeb(finite_spec(), tmp_path / "web")
+    state = tmp_path / "a"
+    max_time_s = 6.0
+    try:
+        limits = ("--max-time", str(max_time_s), "--stop-grace", str(STOP_GRACE_S))
+        started = time.monotonic()
+        crawl = start_fetcher(web, url, new_crawl_name("down"), state, MIN_DELAY_S, *limits)
+        deadline = started + 30.0
+        while time.monotonic() < deadline and not has_archived(state):
+            time.sleep(0.05)
+        stop_server(server)  # the crawl is under way: its store goes away
+        killed_at = time.monotonic()
+        assert killed_at < started + max_time_s, "the crawl took its whole time to start"
+        try:
+            crawl.wait(timeout=FINISH_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            crawl.kill()
+            raise
+        after_outage_s = time.monotonic() - killed_at
+    finally:
+        web.stop()
+        stop_server(server)
+    text = (tmp_path / "a.log").read_text()
+    assert crawl.returncode == 1, text
+    assert "Error: the Redis store: " in text and "Traceback" not in text, text
+    # the rest of its time, its grace and its close (about 6 s), where the store alone
+    # would have retried every call for 60 s from the outage: not a timing of the crawl,
+    # a bound that separates the two by 15 s either way
+    print(f"ended {after_outage_s:.1f} s after the outage")
+    assert after_outage_s < 45.0, (after_outage_s, text)
 
 
 def test_status_of_a_crawl_from_before_the_seed_set_counts_the_blobs_seeds(

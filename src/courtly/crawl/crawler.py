@@ -71,6 +71,7 @@ from courtly.store.base import (
     FrontierStore,
     HeldHosts,
     QueuedCounts,
+    RidesOutages,
     lease_ahead_s,
 )
 from courtly.store.redis.address import shown
@@ -276,12 +277,21 @@ class Crawler:
             if detail is not None:  # else whatever the caller set before (``ending``)
                 self._stop_detail = detail
             self._stop_at = self._clock.now()
+            self._store_gives_up(self._stop_grace_s)
         self._wake.set()
 
     def abort(self) -> None:
         """Stop now: cancel requests in flight (their leases stay void; nothing is lost)."""
         self.request_stop("aborted")
+        self._store_gives_up(0.0)
         self._fetches.cancel()
+
+    def _store_gives_up(self, after_s: float) -> None:
+        """A store that waits out an unreachable server stops waiting ``after_s`` from now
+        (:class:`~courtly.store.base.RidesOutages`): a stop ends the crawl in its grace with
+        the server down, not after the store's whole retry time."""
+        if isinstance(self._store, RidesOutages):
+            self._store.give_up_after(after_s)
 
     @property
     def fetchers(self) -> int:

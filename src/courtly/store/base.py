@@ -296,3 +296,17 @@ class HeldHosts(Protocol):
     after each completion or release to know whether the host is back in line."""
 
     def holds(self, host_key: str) -> bool: ...
+
+
+@runtime_checkable
+class RidesOutages(Protocol):
+    """A store whose calls wait out an unreachable server, retrying for a while (the Redis
+    store: ``retry_s``, 60 s by default, to ride out a restart or a failover). Optional: a
+    crawl that stops (``--max-time``, a signal) tells it when to give up, the end of the stop
+    grace, so that the crawl ends in its time with the server down; what it could not
+    store is redone on resume (its leases expire)."""
+
+    def give_up_after(self, seconds: float) -> None:
+        """Retry no call for more than ``seconds`` from now, those retrying now included:
+        then a call fails as it would after ``retry_s``."""
+        ...

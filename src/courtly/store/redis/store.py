@@ -287,6 +287,7 @@ class RedisStore(RevisitSeam):
         self._server_clock = server_clock
         self._probe_interval_s = probe_interval_s
         self._retry_s = retry_s
+        self._retry_until = math.inf  # time.monotonic(): a stopping crawl's (give_up_after)
         self._outage = OutageLog(log)
         self._replica_acks = replica_acks
         self._replica_wait_ms = max(1, round(replica_wait_s * 1000.0))
@@ -1017,6 +1018,11 @@ class RedisStore(RevisitSeam):
                 _UNREPLICATED_S,
             )
 
+    def give_up_after(self, seconds: float) -> None:
+        """See :class:`~courtly.store.base.RidesOutages`: no call is retried for more than
+        ``seconds`` from now, those retrying now included."""
+        self._retry_until = min(self._retry_until, time.monotonic() + seconds)
+
     async def _retrying(self, call: Callable[[], Awaitable[Any]]) -> Any:
         """``call()``, again while the server is unreachable or a cluster fails over, for
         up to ``retry_s`` seconds, backing off from 50 ms to ``_RETRY_MAX_S``. A shard
@@ -1037,7 +1043,7 @@ class RedisStore(RevisitSeam):
             except retried as error:
                 if isinstance(error, (RuntimeError, AttributeError)) and not _closed(error):
                     raise
-                if time.monotonic() + delay_s > deadline:
+                if time.monotonic() + delay_s > min(deadline, self._retry_until):
                     raise
                 if isinstance(error, SlotMoving):  # a reshard at work, not an outage
                     log.debug("slot moving, retrying in %.2f s: %s", delay_s, error)
