@@ -588,6 +588,54 @@ and six: docs/scrapy.md)."""
 
 
 @pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
+def test_a_spider_whose_redis_store_dies_closes_at_its_time(tmp_path: Path) -> None:
+    """The Redis server goes away mid-crawl: the spider still closes at its
+    ``CLOSESPIDER_TIMEOUT`` plus the scheduler's close (its store gives up retrying at
+    the close, ``RidesOutages``), not after the store's calls have each retried their 60 s;
+    its leases expire in Redis for the next run."""
+    web = Web(SLOW_ONE_ADDRESS_SPEC, tmp_path / "web")
+    url, server = start_standalone()
+    workdir = tmp_path / "a"
+    try:
+        args = [
+            *courtly_args(tmp_path / "unused"),
+            "--set",
+            "COURTLY_STATE=null",
+            "--set",
+            f"COURTLY_STORE={json.dumps(url)}",
+            "--set",
+            f"COURTLY_CRAWL_NAME={json.dumps(new_crawl_name('scrapy'))}",
+            "--set",
+            "CLOSESPIDER_TIMEOUT=8",
+        ]
+        proc = start_scrapy(web, workdir, args)
+        deadline = time.monotonic() + RUN_TIMEOUT_S
+        while time.monotonic() < deadline and web.requests_logged < 5:
+            time.sleep(0.05)
+        stop_server(server)
+        killed_at = time.monotonic()
+        try:
+            proc.wait(RUN_TIMEOUT_S + 150)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            pytest.fail("Scrapy did not finish")
+        after_outage_s = time.monotonic() - killed_at
+        run = finished(proc, workdir)
+    finally:
+        stop_server(server)
+        web.stop()
+    print(f"closed {after_outage_s:.1f} s after the outage")
+    # the rest of its 8 s, the close's 5 s and Scrapy's own start and end, where each
+    # store call at the close retried 60 s before: a bound 20 s from both
+    assert after_outage_s < 45.0, (after_outage_s, run.output[-3000:])
+    assert run.stats["finish_reason"] == "closespider_timeout", run.output[-3000:]
+    assert "closed (closespider_timeout) with the Redis store unreachable (" in run.output
+    assert "Traceback" not in run.output, run.output[-3000:]
+    assert run.stat("courtly/store_errors") == 1
+
+
+@pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
 def test_two_processes_share_a_slow_one_address_web(tmp_path: Path) -> None:
     """Each process holds leases only for hosts it can start soon: neither keeps every
     host of the address while its requests wait there, and each gets a fair share

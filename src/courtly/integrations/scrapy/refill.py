@@ -54,6 +54,7 @@ from courtly.integrations.scrapy.stats import SchedulerStats
 from courtly.integrations.scrapy.waker import Waker
 from courtly.robots import RobotsDecision, authority_of
 from courtly.store.base import SHARED_POLL_S, lease_ahead_s
+from courtly.store.redis.address import is_redis_error
 
 __all__ = ["LEASE_AHEAD_S", "MAX_IDLE_S", "SHARED_POLL_S", "Refill"]
 
@@ -137,8 +138,11 @@ class Refill:
                     self._stopping = True
                     self._on_store_error()
                     break
-                except Exception:
-                    log.exception("courtly scheduler: pump step failed")
+                except Exception as error:
+                    if is_redis_error(error):  # the store's retries ran out: said in a line
+                        log.error("courtly scheduler: the Redis store did not answer: %s", error)
+                    else:
+                        log.exception("courtly scheduler: pump step failed")
                     self.stats.inc("pump_errors")
                     wait_s = MAX_IDLE_S
                 self.stats.pump_step(self._clock.now() - began)

@@ -24,8 +24,9 @@ request serialisation (:mod:`~courtly.integrations.scrapy.payloads`) and the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from scrapy import Request, Spider, signals
 from scrapy.utils.defer import deferred_from_coro
@@ -50,7 +51,7 @@ from courtly.integrations.scrapy.robots import RobotsBook
 from courtly.integrations.scrapy.settings import CourtlySettings
 from courtly.integrations.scrapy.shared_gate import SharedIpGate
 from courtly.integrations.scrapy.stats import SchedulerStats
-from courtly.store.base import FrontierStore
+from courtly.store.base import FrontierStore, RidesOutages
 from courtly.store.memory import MemoryStore
 from courtly.store.redis.address import is_redis_error, open_redis_store, shown
 from courtly.url import host_of
@@ -62,6 +63,11 @@ if TYPE_CHECKING:
 __all__ = ["KEY_META", "PARENT_META", "CourtlyScheduler"]
 
 log = logging.getLogger(__name__)
+
+CLOSE_GIVE_UP_S: Final = 5.0
+"""How long the close waits out an unreachable store (a Redis server down: its calls
+retry for 60 s otherwise), as a crawl's stop grace does: its leases expire, and what the
+spider fetched but could not store is fetched again by the next run."""
 
 
 class CourtlyScheduler:
@@ -290,6 +296,9 @@ class CourtlyScheduler:
         if refill is None or pipe is None or payloads is None:
             return
         refill.stop()
+        store = refill.frontier.store
+        if isinstance(store, RidesOutages):
+            store.give_up_after(CLOSE_GIVE_UP_S)
         if self._probe is not None:
             self._probe.stop()
         if self._task is not None:
@@ -308,8 +317,25 @@ class CourtlyScheduler:
             return
         # Responses the spider had not finished with stay leased: the next run
         # fetches them again.
-        await refill.drain(final=True)
-        counts = await frontier.counts()
+        try:
+            await refill.drain(final=True)
+            counts = await frontier.counts()
+        except Exception as error:
+            if not is_redis_error(error):
+                raise
+            # the store gave up (CLOSE_GIVE_UP_S): one line, no traceback into the engine
+            log.error(
+                "courtly scheduler closed (%s) with the Redis store unreachable (%s): its "
+                "leases expire there, and what was not stored is fetched again",
+                reason,
+                error,
+            )
+            self._stats.inc("store_errors")
+            self._stats.set("in_memory_lost", payloads.in_memory)
+            self._stats.publish()
+            with contextlib.suppress(Exception):
+                await frontier.aclose()
+            return
         self._stats.set("left_queued", counts.queued)
         self._stats.set("left_hosts_snoozed", counts.hosts_snoozed)
         self._stats.set("left_hosts_retired", counts.hosts_retired)
