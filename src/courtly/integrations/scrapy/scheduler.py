@@ -296,14 +296,13 @@ class CourtlyScheduler:
         if refill is None or pipe is None or payloads is None:
             return
         refill.stop()
-        store = refill.frontier.store
-        if isinstance(store, RidesOutages):
-            store.give_up_after(CLOSE_GIVE_UP_S)
+        frontier = refill.frontier
+        if isinstance(frontier.store, RidesOutages):
+            frontier.store.give_up_after(CLOSE_GIVE_UP_S)
         if self._probe is not None:
             self._probe.stop()
         if self._task is not None:
             await self._task
-        frontier = refill.frontier
         # Leased but never handed out: give them back (their URLs stay at the head).
         for held in pipe.unhanded():
             pipe.give_back(held, None)
