@@ -19,7 +19,7 @@ from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.page_budget import SharedPageBudget
 from courtly.parallel.aggregate import merge_snapshots
 from courtly.parallel.child import child_main
-from courtly.parallel.layout import IP_SLOTS_FILE, claim_layout, partition_config
+from courtly.parallel.layout import IP_SLOTS_FILE, claim_layout, partition_config, partition_dir
 from courtly.parallel.messages import Abort, Command, PartitionStatus, Probe, Stop
 from courtly.parallel.start import start_context
 from courtly.parallel.termination import TerminationDetector
@@ -29,6 +29,7 @@ from courtly.write_failure import RESUME_HINT
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
     from multiprocessing.queues import Queue
+    from pathlib import Path
 
 __all__ = ["PartitionedCrawl", "probe_wait_s"]
 
@@ -148,7 +149,7 @@ class PartitionedCrawl:
             self._progress.close(snapshot)
         if errors:
             # each partition's message without the resume hint, said once after them all
-            detail = "; ".join(_failure_detail(i, m) for i, m in sorted(errors.items()))
+            detail = failure_details(errors, root, n)
             if refusals.issuperset(errors):  # each refused its input: nothing was crawled
                 raise StateError(f"the partitioned crawl failed ({detail})")
             raise CrawlFailed(f"the partitioned crawl failed ({detail}); {RESUME_HINT}")
@@ -262,6 +263,29 @@ def _ended(exitcode: int | None) -> str:
             name = f"signal {-exitcode}"
         return f"killed by {name}"
     return f"exited with code {exitcode}"
+
+
+def failure_details(errors: dict[int, str], root: Path, processes: int) -> str:
+    """The partitions' failures in words, each message once, without the resume hint
+    (the other partitions' reason to stop, and a part of the crawl's own message).
+
+    Partitions that failed alike (the same message but for their own directory, as
+    when another crawl holds the whole state) are named together:
+    ``partitions 0, 1: STATE/part-*-of-2/frontier.sqlite3: ...``.
+    """
+    any_dir = str(root / f"part-*-of-{processes}")
+    alike: dict[str, list[int]] = {}
+    for index, message in sorted(errors.items()):
+        own = str(partition_dir(root, index, processes))
+        text = message.removesuffix(f"; {RESUME_HINT}").replace(own, any_dir)
+        alike.setdefault(text, []).append(index)
+    parts = []
+    for text, indices in alike.items():
+        if len(indices) == 1:
+            parts.append(_failure_detail(indices[0], errors[indices[0]]))
+        else:
+            parts.append(f"partitions {', '.join(map(str, indices))}: {text}")
+    return "; ".join(parts)
 
 
 def _failure_detail(index: int, message: str) -> str:
