@@ -28,13 +28,22 @@ __all__ = [
 
 
 def open_existing(state_dir: Path) -> Any:
-    """The store of a crawl's state directory; StateError (missing, damaged, locked)."""
+    """The store of a crawl's state directory; StateError (missing, damaged, locked).
+
+    Where the state cannot be written, it is opened to read only (see
+    :func:`courtly.store.sqlite_schema.open_read_only`)."""
     path = state_dir / STATE_FILE
     if not os.path.lexists(path):
         raise StateError(
             f"{path}: no crawl state here (the state file is missing); start a crawl with "
             f"courtly crawl --state {state_dir} SEED..."
         )
+    from courtly.store.sqlite_schema import read_only_part  # the SQLite backend is optional
+
+    if read_only_part(path) is not None:  # a read-only mount, another user's crawl
+        from courtly.store.sqlite import SqliteStore
+
+        return SqliteStore(path, QueueConfig(), read_only=True)
     config = CrawlConfig(state_dir=state_dir, user_agent="courtly/0 (+mailto:status@localhost)")
     return open_store(config, QueueConfig())
 

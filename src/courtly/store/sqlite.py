@@ -95,7 +95,7 @@ from courtly.store.base import LeaseBatch
 from courtly.store.revisit_rows import DueBatch, RevisitRow, requeue
 from courtly.store.revisit_sqlite import SqliteRevisitRows
 from courtly.store.scheduler import HostRow, Scheduler, back_ranks
-from courtly.store.sqlite_schema import open_database
+from courtly.store.sqlite_schema import open_database, open_read_only
 from courtly.write_failure import RESUME_HINT, write_failure
 
 __all__ = ["SqliteStore"]
@@ -522,7 +522,10 @@ class SqliteStore:
     ``resume_in_flight_s``: nor a host that had a lease at the crash before that
     ``now_at`` plus this many (see the module doc).
     ``host_cache_size`` bounds the cached host rows beyond the held hosts;
-    ``cache_bytes`` is SQLite's page cache.
+    ``cache_bytes`` is SQLite's page cache. ``read_only``: open an existing file
+    where it cannot be written, for reading only
+    (:func:`~courtly.store.sqlite_schema.open_read_only`); a step that would write
+    raises :class:`~courtly.errors.StateError`.
 
     Raises :class:`~courtly.errors.StateError` if the file is not a usable
     courtly state file, or was made with another number of front-queue levels.
@@ -545,6 +548,7 @@ class SqliteStore:
         host_cache_size: int = 100_000,
         seen_checkpoint_urls: int = 500_000,
         cache_bytes: int = 64 << 20,
+        read_only: bool = False,
     ) -> None:
         if min(commit_interval_s, resume_guard_s, resume_in_flight_s) < 0:
             raise ValueError(
@@ -560,7 +564,12 @@ class SqliteStore:
         self._in_flight_at_crash: list[str] = []
         self._host_cache_size = max(1, host_cache_size)
         self._seen_checkpoint_urls = max(1, seen_checkpoint_urls)
-        self._db = open_database(self._path, synchronous=synchronous, cache_bytes=cache_bytes)
+        self._read_only = read_only
+        self._db = (
+            open_read_only(self._path)
+            if read_only
+            else open_database(self._path, synchronous=synchronous, cache_bytes=cache_bytes)
+        )
         self._in_tx = False
         self._ops = 0
         self._hold = False
@@ -794,7 +803,7 @@ class SqliteStore:
         self._closed = True
         self._cancel_timer()
         try:
-            if self._broken is None:
+            if self._broken is None and not self._read_only:
                 if self._rows.seen_tail:
                     self._write()
                     self._checkpoint_seen()
@@ -843,6 +852,8 @@ class SqliteStore:
     def _write(self, rows: int = 1) -> None:
         """Open the step's transaction if none is open; count ``rows`` writes."""
         if not self._in_tx:
+            if self._read_only:
+                raise StateError(f"{self._path}: opened read-only, the state cannot change")
             self._db.execute("BEGIN")
             self._in_tx = True
         self._ops += rows

@@ -56,6 +56,8 @@ __all__ = [
     "SCHEMA_VERSION",
     "Migration",
     "open_database",
+    "open_read_only",
+    "read_only_part",
 ]
 
 APPLICATION_ID: Final = 0x4352544C
@@ -309,6 +311,12 @@ def open_database(
                 f"{path}: the state file is in use by another process (a crawl is running "
                 "on it; wait for it to end, or stop it with Ctrl-C or SIGTERM)"
             ) from exc
+        if read_only := read_only_part(path):
+            raise StateError(
+                f"{path}: cannot use the state file: {read_only} is read-only ({exc}); a "
+                "crawl writes its state: make it writable, or copy the state directory "
+                "somewhere writable and give --state the copy"
+            ) from exc
         raise StateError(f"{path}: cannot use the state file ({exc}); {_WHAT_TO_DO}") from exc
     except sqlite3.DatabaseError as exc:
         conn.close()
@@ -383,6 +391,65 @@ def _check_file(path: Path) -> None:
                 f"{path}: the state file is truncated ({size} bytes of "
                 f"{pages * page_size}); {_WHAT_TO_DO}"
             )
+
+
+def read_only_part(path: Path) -> Path | None:
+    """The state file or its directory if this process may not write it (a read-only
+    mount, permissions), else ``None``."""
+    for candidate in (path.parent, path):
+        if not os.access(candidate, os.W_OK):
+            return candidate
+    return None
+
+
+def open_read_only(path: Path, *, version: int = SCHEMA_VERSION) -> sqlite3.Connection:
+    """Open the state file at ``path`` to read it only, where it cannot be written.
+
+    For the reading commands on a state directory that is read-only (a read-only mount,
+    another user's crawl): :func:`open_database` takes a write lock and a journal beside
+    the file, which such a directory refuses. A file closed cleanly (no ``-wal`` beside
+    it) is opened ``immutable``: no lock and no journal, as nothing can change it while
+    its directory is read-only. A file with a ``-wal`` (a crawl killed, or one running
+    where this process may not write) is opened read-only through its journal, which
+    SQLite can do where the ``-shm`` beside it exists; where it cannot, the error says
+    to copy the state somewhere writable. Nothing is created or changed, not even to
+    upgrade a file of an older courtly: that is refused with the same advice.
+
+    Raises :class:`StateError` (:class:`StateLocked` while a crawl holds the file).
+    """
+    _check_file(path)
+    wal = os.path.lexists(path.with_name(path.name + "-wal"))
+    uri = f"{path.resolve().as_uri()}?mode=ro{'' if wal else '&immutable=1'}"
+    copy_it = "copy the state directory somewhere writable and give --state the copy"
+    try:
+        conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=0.05)
+    except sqlite3.Error as exc:
+        raise StateError(f"{path}: cannot open the state file read-only ({exc})") from exc
+    try:
+        found = _inspect(conn, path, version)
+        if found < version:
+            raise StateError(
+                f"{path}: written by an older courtly (state version {found}); reading it "
+                f"upgrades it, which a read-only state cannot be: {copy_it}"
+            )
+        conn.execute("SELECT count(*) FROM meta").fetchone()  # the journal, if any, reads
+    except sqlite3.OperationalError as exc:
+        conn.close()
+        if "locked" in str(exc) or "busy" in str(exc):
+            raise StateLocked(f"{path}: the state file is in use by another process") from exc
+        raise StateError(
+            f"{path}: cannot read the state file where it is read-only ({exc}); its crawl "
+            f"did not end cleanly and its journal cannot be read here: {copy_it}"
+        ) from exc
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StateError(
+            f"{path}: the state file is corrupt or not a database ({exc}); {_WHAT_TO_DO}"
+        ) from exc
+    except BaseException:
+        conn.close()
+        raise
+    return conn
 
 
 def _configure(conn: sqlite3.Connection, synchronous: str, cache_bytes: int) -> None:
