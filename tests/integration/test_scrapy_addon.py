@@ -588,11 +588,13 @@ and six: docs/scrapy.md)."""
 
 
 @pytest.mark.skipif(not have_redis_server(), reason="redis-server is not installed")
-def test_a_spider_whose_redis_store_dies_closes_at_its_time(tmp_path: Path) -> None:
+@SCRAPYS
+def test_a_spider_whose_redis_store_dies_closes_at_its_time(tmp_path: Path, scrapy: str) -> None:
     """The Redis server goes away mid-crawl: the spider still closes at its
     ``CLOSESPIDER_TIMEOUT`` plus the scheduler's close (its store gives up retrying at
     the close, ``RidesOutages``), not after the store's calls have each retried their 60 s;
     its leases expire in Redis for the next run."""
+    oldest = on_oldest(scrapy)
     web = Web(SLOW_ONE_ADDRESS_SPEC, tmp_path / "web")
     url, server = start_standalone()
     workdir = tmp_path / "a"
@@ -608,7 +610,7 @@ def test_a_spider_whose_redis_store_dies_closes_at_its_time(tmp_path: Path) -> N
             "--set",
             "CLOSESPIDER_TIMEOUT=8",
         ]
-        proc = start_scrapy(web, workdir, args)
+        proc = start_scrapy(web, workdir, args, oldest=oldest)
         deadline = time.monotonic() + RUN_TIMEOUT_S
         while time.monotonic() < deadline and web.requests_logged < 5:
             time.sleep(0.05)
@@ -626,6 +628,7 @@ def test_a_spider_whose_redis_store_dies_closes_at_its_time(tmp_path: Path) -> N
         stop_server(server)
         web.stop()
     print(f"closed {after_outage_s:.1f} s after the outage")
+    assert banner(oldest) in run.output
     # the rest of its 8 s, the close's 5 s and Scrapy's own start and end, where each
     # store call at the close retried 60 s before: a bound 20 s from both
     assert after_outage_s < 45.0, (after_outage_s, run.output[-3000:])
