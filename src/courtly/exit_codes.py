@@ -8,7 +8,7 @@ code   name                 meaning
 2      ``REFUSED``          refused input: a bad flag, setting, seed or state
                             directory; nothing was written (click's usage code)
 3      ``LIMIT``            stopped by ``--max-time`` or ``--max-pages``
-4      ``SIGNAL``           stopped by SIGINT or SIGTERM (Ctrl-C)
+4      ``SIGNAL``           stopped by SIGINT, SIGTERM or SIGHUP (Ctrl-C, a hangup)
 5      ``NOTHING_FETCHED``  the run tried and fetched no page (every seed blocked,
                             dead, disallowed by robots.txt, or unreachable)
 =====  ===================  =====================================================
@@ -45,7 +45,7 @@ STOP_REASONS: Final = {
     "done": "done: nothing left to fetch",
     "max_time": "stopped by --max-time",
     "max_pages": "stopped by --max-pages",
-    "signal": "stopped by a signal (Ctrl-C or SIGTERM)",
+    "signal": "stopped by a signal (Ctrl-C, SIGTERM or a hangup)",
     "aborted": "stopped at once by a second signal",
     "nothing_fetchable": "nothing left that can be fetched",
     "error": "failed",

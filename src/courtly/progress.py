@@ -19,6 +19,7 @@ from rich.table import Table
 
 from courtly.crawl import CrawlSnapshot
 from courtly.exit_codes import stop_reason_words
+from courtly.terminal import terminal_output
 
 __all__ = ["LogProgress", "RichProgress", "format_summary", "format_waiting", "progress_for"]
 
@@ -118,11 +119,12 @@ class LogProgress:
         self._export = export
 
     def update(self, snapshot: CrawlSnapshot) -> None:
-        print(format_line(snapshot), file=self._out, flush=True)
+        self.notice(format_line(snapshot))
 
     def notice(self, text: str) -> None:
-        """One line of its own."""
-        print(text, file=self._out, flush=True)
+        """One line of its own (none once its reader has gone: :func:`terminal_output`)."""
+        with terminal_output():
+            print(text, file=self._out, flush=True)
 
     def summary(self, snapshot: CrawlSnapshot) -> None:
         """Print the end-of-crawl summary."""
@@ -180,14 +182,16 @@ class RichProgress:
         return Panel(Group(table), title="courtly", border_style="green")
 
     def update(self, snapshot: CrawlSnapshot) -> None:
-        if not self._started:
-            self._live.start()
-            self._started = True
-        self._live.update(self._render(snapshot))
+        with terminal_output():  # a terminal that hung up: nothing more is drawn
+            if not self._started:
+                self._live.start()
+                self._started = True
+            self._live.update(self._render(snapshot))
 
     def notice(self, text: str) -> None:
         """A line printed above the live panel (the panel never overwrites it)."""
-        self._console.print(text, markup=False, highlight=False)
+        with terminal_output():
+            self._console.print(text, markup=False, highlight=False)
 
     def summary(self, snapshot: CrawlSnapshot) -> None:
         """Print the end-of-crawl summary (below the final panel)."""
@@ -197,8 +201,9 @@ class RichProgress:
 
     def close(self, snapshot: CrawlSnapshot) -> None:
         if self._started:
-            self._live.update(self._render(snapshot))
-            self._live.stop()
+            with terminal_output():
+                self._live.update(self._render(snapshot))
+                self._live.stop()
         if self._summary_on_close:
             self.summary(snapshot)
 

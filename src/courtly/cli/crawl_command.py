@@ -82,12 +82,12 @@ def crawl(
     with expected_errors(summary_json):
         snapshot = run_async(run_crawl(config, progress, spec))
     code = exit_code_for(snapshot)
-    if progress is not None:
+    if summary_json is not None:  # first: the terminal may be gone (a hangup)
+        write_json(summary_json, _summary_data(snapshot, code, config))
+    if progress is not None:  # a progress whose terminal is gone says nothing more
         progress.summary(snapshot)
         if code is ExitCode.NOTHING_FETCHED:
             progress.notice(_nothing_fetched_hint(snapshot, config))
-    if summary_json is not None:
-        write_json(summary_json, _summary_data(snapshot, code, config))
     sys.exit(code)
 
 

@@ -29,10 +29,11 @@ async def run_crawl(
 ) -> CrawlSnapshot:
     """Run the crawl of ``config`` (one process, or :class:`PartitionedCrawl`) to its end.
 
-    The first SIGINT/SIGTERM asks it to stop (requests in flight finish, within
-    ``stop_grace_s``), the second aborts it; ``dashboard`` is served while it runs. Its
-    address is bound first: one that cannot be served is refused before the crawler
-    writes anything (the one-process crawler opens its state file as it is made).
+    The first SIGINT/SIGTERM (or SIGHUP: see :func:`hangup`) asks it to stop (requests
+    in flight finish, within ``stop_grace_s``), the second aborts it; ``dashboard`` is
+    served while it runs. Its address is bound first: one that cannot be served is
+    refused before the crawler writes anything (the one-process crawler opens its state
+    file as it is made).
     """
     say: Callable[[str], None] = progress.notice if progress is not None else _say
     served = serving(dashboard, say) if dashboard is not None else contextlib.nullcontext()
@@ -44,17 +45,27 @@ async def run_crawl(
             nonlocal signals_seen
             signals_seen += 1
             if signals_seen == 1:
-                say(
+                crawler.request_stop("signal")
+                text = (
                     f"stopping: finishing requests in flight, at most {config.stop_grace_s:g} "
                     "s (again to stop at once)"
                 )
-                crawler.request_stop("signal")
             else:
-                say("stopping now: requests in flight are fetched again on resume")
                 crawler.abort()
+                text = "stopping now: requests in flight are fetched again on resume"
+            with contextlib.suppress(OSError):  # a terminal that hung up takes no more
+                say(text)
 
-        with signal_handlers(on_signal, signal.SIGINT, signal.SIGTERM):
+        with signal_handlers(on_signal, signal.SIGINT, signal.SIGTERM, *hangup()):
             return await crawler.run()
+
+
+def hangup() -> tuple[int, ...]:
+    """SIGHUP, a stop like SIGTERM (the terminal closed: an ssh session ended), unless
+    the crawl was started to outlive it (``nohup``, which ignores it): then nothing."""
+    if not hasattr(signal, "SIGHUP") or signal.getsignal(signal.SIGHUP) is signal.SIG_IGN:
+        return ()
+    return (signal.SIGHUP,)
 
 
 def _crawler(

@@ -18,30 +18,44 @@ from courtly.cli.output_file import written_whole
 from courtly.errors import CourtlyError, CrawlFailed
 from courtly.exit_codes import ExitCode
 from courtly.store.redis.address import is_redis_error
+from courtly.terminal import terminal_output
 from courtly.write_failure import os_error_text
 
-__all__ = ["expected_errors", "fail", "os_error_text", "refuse", "write_json"]
+__all__ = [
+    "expected_errors",
+    "fail",
+    "os_error_text",
+    "refuse",
+    "say_error",
+    "write_json",
+]
 
 
 def refuse(message: str, summary_json: Path | None = None) -> NoReturn:
     """Print ``Error: message`` and exit with :attr:`ExitCode.REFUSED` (click's usage code)."""
-    click.echo(f"Error: {message}", err=True)
     if summary_json is not None:
         write_json(
             summary_json,
             {"exit_code": int(ExitCode.REFUSED), "outcome": "refused", "error": message},
         )
+    say_error(message)
     sys.exit(ExitCode.REFUSED)
 
 
 def fail(message: str, summary_json: Path | None = None) -> NoReturn:
     """Print ``Error: message`` and exit with :attr:`ExitCode.FAILED`."""
-    click.echo(f"Error: {message}", err=True)
     if summary_json is not None:
         write_json(
             summary_json, {"exit_code": int(ExitCode.FAILED), "outcome": "failed", "error": message}
         )
+    say_error(message)
     sys.exit(ExitCode.FAILED)
+
+
+def say_error(message: str) -> None:
+    """``Error: message`` on stderr, if stderr still takes it."""
+    with terminal_output():
+        click.echo(f"Error: {message}", err=True)
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
@@ -50,7 +64,7 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
         with written_whole(path) as out:
             out.write(json.dumps(data, indent=2, sort_keys=True) + "\n")
     except OSError as error:
-        click.echo(f"Error: cannot write the summary: {os_error_text(error)}", err=True)
+        say_error(f"cannot write the summary: {os_error_text(error)}")
 
 
 @contextlib.contextmanager

@@ -43,6 +43,8 @@ def child_main(
     crawl's ``--max-pages``, shared by every partition; ``gate`` is the per-IP cap the
     partitions share."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent relays the terminal's ^C
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)  # and its hangup, or its nohup
     logging.basicConfig(
         level=log_level, format=f"%(asctime)s %(levelname)s part-{index} %(name)s: %(message)s"
     )
