@@ -28,7 +28,10 @@ the same time budget with the same User-Agent, and then:
   more than the host has, and no address above its per-IP cap (see :func:`bound`).
   ``efficiency`` = ``pages_per_s`` / ``bound_pages_per_s``;
   ``requests_efficiency`` = requests made (robots.txt included) / requests the
-  bound allows;
+  bound allows; ``efficiency_phase_mean`` and ``requests_efficiency_phase_mean``:
+  the same averaged over where the window ends, over the last ``phase_span_s``
+  seconds (the longest cycle of a host in the bound), which takes out the phase of the
+  hosts' schedules at the window's end (see :func:`phase_mean`);
 * ``lateness_ms``: how late each request after a host's first started, against the
   end of the host's previous response plus the gap the rule required
   (:func:`courtly.sandbox.lateness`): ``n``, ``p50``, ``p90``, ``p95``, ``p99``, ``mean``.
@@ -58,10 +61,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import dataclasses
 import gzip
 import hashlib
+import itertools
 import json
 import math
 import os
@@ -548,13 +553,24 @@ def bound(
     ``sum(requests x fetch) <= per_ip x window``. Returns the bound in
     requests/s and in pages/s (robots.txt excluded).
     """
+    return _bound_until(_bound_plan(scenario, truth, window_s, seeds), scenario, window_s)
+
+
+BoundPlan = dict[str, list[tuple[list[float], float]]]
+"""Per address, each host's request starts in the bound (robots.txt at 0) and its fetch
+time: what :func:`bound` counts up to the end of a window."""
+
+
+def _bound_plan(
+    scenario: Scenario, truth: SandboxTruth, window_s: float, seeds: list[str] | None
+) -> BoundPlan:
     spec, world = truth.world.spec, truth.world
     expected = truth.expected_pages(TOKEN, scope=scenario.scope, seeds=seeds)
     pages_on: Counter[str] = Counter(split_url(url)[0] for url in expected)
-    per_ip: dict[str, list[tuple[float, float]]] = defaultdict(list)  # ip -> (requests, fetch_s)
+    per_ip: BoundPlan = defaultdict(list)
     for profile in world.hosts:
         if profile.dead or truth.robots_unavailable(profile.name):
-            per_ip[profile.ip].append((1.0, 0.0))
+            per_ip[profile.ip].append(([0.0], 0.0))
             continue
         fetch_s = world.latency_s(profile)
         gap_s = max(
@@ -562,24 +578,31 @@ def bound(
         )
         retry_s = float(spec.retry_after_s) if profile.flaky else 0.0
         every = spec.flaky_every if profile.flaky else 0
-        requests = _host_requests(
+        starts = _host_starts(
             window_s, fetch_s, gap_s, retry_s, every, spec.flaky_window, pages_on[profile.name]
         )
-        per_ip[profile.ip].append((float(requests), fetch_s))
+        per_ip[profile.ip].append((starts, fetch_s))
+    return per_ip
+
+
+def _bound_until(plan: BoundPlan, scenario: Scenario, end_s: float) -> dict[str, float]:
+    """:func:`bound` for a window that ends ``end_s`` after its start (at most the
+    window ``plan`` was made for)."""
     total = robots = 0.0
-    for hosts in per_ip.values():
-        busy_s = sum(n * fetch_s for n, fetch_s in hosts)
-        scale = min(1.0, scenario.per_ip * window_s / busy_s) if busy_s > 0 else 1.0
-        total += sum(n for n, _ in hosts) * scale
+    for hosts in plan.values():
+        counts = [(float(bisect.bisect_right(starts, end_s)), fetch_s) for starts, fetch_s in hosts]
+        busy_s = sum(n * fetch_s for n, fetch_s in counts)
+        scale = min(1.0, scenario.per_ip * end_s / busy_s) if busy_s > 0 else 1.0
+        total += sum(n for n, _ in counts) * scale
         robots += len(hosts)
     return {
         "bound_requests": total,
-        "bound_requests_per_s": total / window_s,
-        "bound_pages_per_s": (total - robots) / window_s,
+        "bound_requests_per_s": total / end_s,
+        "bound_pages_per_s": (total - robots) / end_s,
     }
 
 
-def _host_requests(
+def _host_starts(
     window_s: float,
     fetch_s: float,
     gap_s: float,
@@ -587,24 +610,78 @@ def _host_requests(
     every: int,
     window: int,
     pages: int,
-) -> int:
+) -> list[float]:
     """Request starts one host allows in ``window_s``: robots.txt at 0, then one per gap.
 
     Of every ``every`` requests after robots.txt (0 = none), the last ``window``
     are answered 429/503: they deliver no page and the gap after them is
     ``max(gap_s, retry_s)``. Stops once ``pages`` pages have been delivered.
     """
-    at, count, delivered, gap = 0.0, 1, 0, gap_s
+    at, starts, delivered, gap = 0.0, [0.0], 0, gap_s
     while delivered < pages:
         at += fetch_s + gap
         if at > window_s:
             break
-        count += 1
-        position = (count - 2) % every + 1 if every else 0
+        starts.append(at)
+        position = (len(starts) - 2) % every + 1 if every else 0
         overloaded = every > 0 and position > every - window
         delivered += not overloaded
         gap = max(gap_s, retry_s) if overloaded else gap_s
-    return count
+    return starts
+
+
+PHASE_ENDS = 100
+"""Window ends :func:`phase_mean` averages over."""
+
+
+def phase_mean(
+    scenario: Scenario,
+    truth: SandboxTruth,
+    records: list[RequestRecord],
+    window_s: float,
+    seeds: list[str] | None,
+) -> dict[str, float] | None:
+    """``efficiency`` and ``requests_efficiency`` averaged over where the window ends.
+
+    The bound starts every host at the window's start and counts a request at each
+    whole cycle, so with a window a hair over a whole number of cycles (a 30 s run at a
+    1 s delay, the window running on to the last response's end) it counts one more
+    request on every host, which no crawler gets: its requests start a few ms after
+    each allowed time (the response's own time, which the bound takes as 0 on all
+    but slow hosts, and a turn of the event loop), so its last one falls after the
+    window. A hair under, it counts none. The single-window figure thus moves by up to
+    one request a host with where the run happens to stop. Averaged over window ends
+    spread evenly over the last longest cycle (``PHASE_ENDS`` of them; the crawler's
+    requests and pages counted up to each end, the bound computed for it), each host's
+    lost share is what its lateness costs on average: the figure with the phase taken
+    out. ``None`` without requests.
+    """
+    if not records:
+        return None
+    first = min(r.start_at for r in records)
+    made = sorted((r.start_at - first, truth.is_robots_path(r.host, r.path)) for r in records)
+    times = [at for at, _ in made]
+    pages_before = list(itertools.accumulate((not robots for _, robots in made), initial=0))
+    plan = _bound_plan(scenario, truth, window_s, seeds)
+    cycles = [
+        starts[-1] / (len(starts) - 1)
+        for hosts in plan.values()
+        for starts, _ in hosts
+        if len(starts) > 2
+    ]
+    span_s = min(max(cycles, default=0.0), window_s / 2)
+    efficiency = requests = 0.0
+    for step in range(PHASE_ENDS):
+        end_s = window_s - span_s * step / PHASE_ENDS
+        limit = _bound_until(plan, scenario, end_s)
+        made_n = bisect.bisect_right(times, end_s)
+        efficiency += pages_before[made_n] / end_s / limit["bound_pages_per_s"]
+        requests += made_n / limit["bound_requests"]
+    return {
+        "efficiency_phase_mean": round(efficiency / PHASE_ENDS, 4),
+        "requests_efficiency_phase_mean": round(requests / PHASE_ENDS, 4),
+        "phase_span_s": round(span_s, 3),
+    }
 
 
 # -- one run ----------------------------------------------------------------------------------
@@ -775,6 +852,7 @@ def summarise(
     seeds = web.seeds
     report, mine, pages, window_s = audited_pages(scenario, web, records, seconds, truth)
     limit = bound(scenario, truth, window_s, seeds)
+    phased = phase_mean(scenario, truth, mine, window_s, seeds)
     late = lateness(mine, truth=truth, min_delay_s=scenario.min_delay_s, delay_factor=DELAY_FACTOR)
     statuses = Counter(r.status for r in mine)
     pages_per_s = pages / window_s
@@ -812,6 +890,7 @@ def summarise(
         if limit["bound_pages_per_s"]
         else None,
         "requests_efficiency": round(len(mine) / limit["bound_requests"], 4),
+        **(phased or {}),
         "bound_pages_per_s": round(limit["bound_pages_per_s"], 1),
         "bound_requests_per_s": round(limit["bound_requests_per_s"], 1),
         "lateness_ms": lateness_summary(late),
@@ -1003,6 +1082,9 @@ def targets(results: dict[str, Any]) -> dict[str, bool | None]:
         "cpu_per_page_le_5_5x_ceiling": None if not cpu_ratios else max(cpu_ratios) <= 5.5,
         "zero_violations": all(zero) if zero else None,
         "politeness_efficiency_ge_97pct": at_least(get("politeness", "efficiency"), 0.97),
+        "politeness_efficiency_phase_mean_ge_97pct": at_least(
+            get("politeness", "efficiency_phase_mean"), 0.97
+        ),
         "broad_ge_10x_scrapy": at_least(get("broad", "speedup_vs_scrapy"), 10),
         "broad_ge_1800_pages_per_s": at_least(get("broad", "courtly", "pages_per_s"), 1800),
     }

@@ -104,14 +104,16 @@ def account(run_dir: Path, scenario_name: str = "politeness") -> dict[str, Any]:
             else "plain"
         )
         cycle_of[name] = fetch_s + gap_s
-        requests = cs._host_requests(
-            window_s,
-            fetch_s,
-            gap_s,
-            float(spec.retry_after_s) if profile.flaky else 0.0,
-            spec.flaky_every if profile.flaky else 0,
-            spec.flaky_window,
-            pages_on[name],
+        requests = len(
+            cs._host_starts(
+                window_s,
+                fetch_s,
+                gap_s,
+                float(spec.retry_after_s) if profile.flaky else 0.0,
+                spec.flaky_every if profile.flaky else 0,
+                spec.flaky_window,
+                pages_on[name],
+            )
         )
         per_ip[profile.ip].append((name, float(requests), fetch_s))
     for hosts in per_ip.values():
