@@ -1003,6 +1003,7 @@ def run_scenario(
     if "courtly" in out:
         out["bound_pages_per_s"] = out["courtly"]["bound_pages_per_s"]
         out["efficiency"] = out["courtly"]["efficiency"]
+        out["efficiency_phase_mean"] = out["courtly"].get("efficiency_phase_mean")
         out["share_of_ceiling"] = out["courtly"]["share_of_ceiling"]
     cpu = {name: out.get(name, {}).get("cpu_ms_per_page") for name in ("bare", "floor", "courtly")}
     if cpu["floor"] and cpu["bare"]:
