@@ -42,7 +42,7 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Final, Literal
 
@@ -299,11 +299,35 @@ def open_database(
         conn = sqlite3.connect(path, isolation_level=None, timeout=0.05)
     except sqlite3.Error as exc:
         raise StateError(f"{path}: cannot open the state file ({exc})") from exc
-    try:
+
+    def unusable(exc: sqlite3.OperationalError) -> StateError:
+        if read_only := read_only_part(path):
+            return StateError(
+                f"{path}: cannot use the state file: {read_only} is read-only ({exc}); a "
+                "crawl writes its state: make it writable, or copy the state directory "
+                "somewhere writable and give --state the copy"
+            )
+        return StateError(f"{path}: cannot use the state file ({exc}); {_WHAT_TO_DO}")
+
+    with _checked(conn, path, unusable):
         conn.execute("PRAGMA locking_mode = EXCLUSIVE")
         found = _inspect(conn, path, version)  # reads only: a refused file is left as it was
         _configure(conn, synchronous, cache_bytes)
         _upgrade(conn, path, found, version, migrations)
+    return conn
+
+
+@contextlib.contextmanager
+def _checked(
+    conn: sqlite3.Connection,
+    path: Path,
+    unusable: Callable[[sqlite3.OperationalError], StateError],
+) -> Iterator[None]:
+    """Run the checks of the state file just opened on ``conn``; if they fail, close it
+    and say why: :class:`StateLocked` for a file another process holds, ``unusable``'s
+    error for another operational error, corrupt for any other SQLite error."""
+    try:
+        yield
     except sqlite3.OperationalError as exc:
         conn.close()
         if "locked" in str(exc) or "busy" in str(exc):
@@ -311,13 +335,7 @@ def open_database(
                 f"{path}: the state file is in use by another process (a crawl is running "
                 "on it; wait for it to end, or stop it with Ctrl-C or SIGTERM)"
             ) from exc
-        if read_only := read_only_part(path):
-            raise StateError(
-                f"{path}: cannot use the state file: {read_only} is read-only ({exc}); a "
-                "crawl writes its state: make it writable, or copy the state directory "
-                "somewhere writable and give --state the copy"
-            ) from exc
-        raise StateError(f"{path}: cannot use the state file ({exc}); {_WHAT_TO_DO}") from exc
+        raise unusable(exc) from exc
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StateError(
@@ -326,7 +344,6 @@ def open_database(
     except BaseException:
         conn.close()
         raise
-    return conn
 
 
 def _create_file(path: Path, version: int, migrations: Mapping[int, Migration]) -> None:
@@ -425,7 +442,14 @@ def open_read_only(path: Path, *, version: int = SCHEMA_VERSION) -> sqlite3.Conn
         conn = sqlite3.connect(uri, uri=True, isolation_level=None, timeout=0.05)
     except sqlite3.Error as exc:
         raise StateError(f"{path}: cannot open the state file read-only ({exc})") from exc
-    try:
+
+    def unusable(exc: sqlite3.OperationalError) -> StateError:
+        return StateError(
+            f"{path}: cannot read the state file where it is read-only ({exc}); its crawl "
+            f"did not end cleanly and its journal cannot be read here: {copy_it}"
+        )
+
+    with _checked(conn, path, unusable):
         found = _inspect(conn, path, version)
         if found < version:
             raise StateError(
@@ -433,22 +457,6 @@ def open_read_only(path: Path, *, version: int = SCHEMA_VERSION) -> sqlite3.Conn
                 f"upgrades it, which a read-only state cannot be: {copy_it}"
             )
         conn.execute("SELECT count(*) FROM meta").fetchone()  # the journal, if any, reads
-    except sqlite3.OperationalError as exc:
-        conn.close()
-        if "locked" in str(exc) or "busy" in str(exc):
-            raise StateLocked(f"{path}: the state file is in use by another process") from exc
-        raise StateError(
-            f"{path}: cannot read the state file where it is read-only ({exc}); its crawl "
-            f"did not end cleanly and its journal cannot be read here: {copy_it}"
-        ) from exc
-    except sqlite3.DatabaseError as exc:
-        conn.close()
-        raise StateError(
-            f"{path}: the state file is corrupt or not a database ({exc}); {_WHAT_TO_DO}"
-        ) from exc
-    except BaseException:
-        conn.close()
-        raise
     return conn
 
 
