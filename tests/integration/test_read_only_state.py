@@ -127,9 +127,8 @@ def test_a_read_only_state_whose_crawl_did_not_end_cleanly_is_refused_clearly(
     before = _digest(state)
     status = _read_only(state, "status", "--state", str(state))
     assert status.returncode == ExitCode.REFUSED
-    assert "did not end cleanly" in status.stderr and "copy the state directory" in (
-        status.stderr
-    )
+    assert "did not end cleanly" in status.stderr
+    assert "copy the state directory" in status.stderr
     assert "Traceback" not in status.stderr
     assert _digest(state) == before
     # where it can be written, the same state is read as usual (the journal replayed)
