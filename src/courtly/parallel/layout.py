@@ -13,6 +13,7 @@ import xxhash
 
 from courtly.config import CrawlConfig
 from courtly.errors import ConfigError, StateError
+from courtly.parallel.cores import available_cores
 
 __all__ = [
     "IP_SLOTS_FILE",
@@ -102,20 +103,14 @@ def state_dirs(state_dir: Path) -> list[Path]:
     return [partition_dir(state_dir, i, processes) for i in range(processes)]
 
 
-def available_cores() -> int:
-    """The CPU cores this process may run on (its affinity mask), at least 1."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except (AttributeError, OSError):  # pragma: no cover - not on Linux
-        return max(1, os.cpu_count() or 1)
-
-
 def default_processes(state_dir: Path, per_ip: int, cores: int | None = None) -> int:
     """The process count of a crawl that did not pin ``--processes``.
 
     A state directory that already holds a crawl keeps its number (partitioned:
     ``partitions.json``; single-process: ``frontier.sqlite3``). A new crawl gets
-    one process per available core (``cores``, default :func:`available_cores`),
+    one process per available core (``cores``, default
+    :func:`~courtly.parallel.cores.available_cores`: the affinity mask and the cgroup's
+    CPU quota),
     but no more than ``per_ip``: each process needs at least one request per
     address of the shared per-IP cap.
     """
