@@ -198,3 +198,28 @@ def test_every_seeds_file_given_adds_its_seeds(tmp_path: Path) -> None:
     flags: dict[str, Any] = {"state_dir": tmp_path, "user_agent": UA, "processes": 1}
     config = build_config(("http://d.test/",), None, (first, second), (), (), False, flags)
     assert config.seeds == ("http://a.test/", "http://b.test/", "http://c.test/", "http://d.test/")
+
+
+def test_relative_paths_in_a_config_file_are_relative_to_its_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``courtly crawl --config jobs/news.toml`` means the same from any directory: the
+    state, seeds file and hosts file it names relative are found beside it."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "seeds.txt").write_text("http://a.test/\n")
+    (jobs / "news.toml").write_text(
+        'state = "state"\nseeds-file = "seeds.txt"\nhosts-file = "../hosts"\n'
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    loaded = load_toml(Path("../jobs/news.toml"))
+    assert loaded["seeds"] == ("http://a.test/",)
+    assert loaded["state_dir"] == Path("../jobs/state")
+    assert loaded["hosts_file"] == Path("../jobs/../hosts")
+    absolute = tmp_path / "abs-state"
+    (jobs / "abs.toml").write_text(f'state = "{absolute}"\n')
+    assert load_toml(jobs / "abs.toml")["state_dir"] == absolute
+    (jobs / "home.toml").write_text('state = "~/crawls/news"\n')
+    assert load_toml(jobs / "home.toml")["state_dir"] == Path.home() / "crawls" / "news"

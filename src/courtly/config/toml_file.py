@@ -42,8 +42,12 @@ def load_toml(path: Path) -> dict[str, Any]:
 
     Keys sit at the top level or, all of them, in a ``[crawl]`` table (then no other
     top-level key is allowed). Every value is checked (:func:`check_setting`; a
-    ``seeds`` string is one seed). Returns a dict suitable for ``CrawlConfig(**...)``
-    after merging with flags; unknown keys and bad values raise :class:`ConfigError`.
+    ``seeds`` string is one seed). A relative path in the file (``state``,
+    ``seeds-file``, ``hosts-file``; ``~`` is the home directory) is relative to the
+    file's own directory, so a config file means the same wherever courtly is started
+    (a path given as a flag is relative to the working directory, as a shell's is).
+    Returns a dict suitable for ``CrawlConfig(**...)`` after merging with flags; unknown
+    keys and bad values raise :class:`ConfigError`.
     """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
@@ -66,15 +70,25 @@ def load_toml(path: Path) -> dict[str, Any]:
         if key == "seeds_file":
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{label} must be a path (a non-empty string)")
-            out["seeds"] = tuple(out.get("seeds", ())) + tuple(read_seeds_file(Path(value)))
+            seeds_file = _beside(path, Path(value))
+            out["seeds"] = tuple(out.get("seeds", ())) + tuple(read_seeds_file(seeds_file))
             continue
         if key not in _FIELD_NAMES:
             raise ConfigError(f"unknown setting {raw_key!r} in {path}")
         value = check_setting(key, value, label)
+        if isinstance(value, Path):
+            value = _beside(path, value)
         if key == "seeds":
             value = tuple(out.get("seeds", ())) + value
         out[key] = value
     return out
+
+
+def _beside(config_file: Path, value: Path) -> Path:
+    """``value`` from ``config_file``: home-expanded, then, if relative, relative to the
+    file's directory (kept as written when that is the working directory)."""
+    value = value.expanduser()
+    return value if value.is_absolute() else config_file.parent / value
 
 
 def read_seeds_file(path: Path) -> list[str]:
