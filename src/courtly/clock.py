@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
-__all__ = ["Clock", "FakeClock", "SystemClock"]
+__all__ = ["Clock", "FakeClock", "StepWatch", "SystemClock"]
 
 
 @runtime_checkable
@@ -78,3 +79,35 @@ class FakeClock:
         if delay_s > 0:
             self._now += delay_s
         await asyncio.sleep(0)
+
+
+class StepWatch:
+    """Notices the wall clock being stepped (set by hand, NTP, a virtual machine resumed).
+
+    Politeness waits run on the wall clock (:class:`SystemClock`, epoch seconds, so that
+    they persist and compare across processes and machines). A step forward lets every
+    host's next request go up to the step early, once; a step back holds every host the
+    step longer. :meth:`look` says how far the wall clock moved beyond (positive) or
+    short of (negative) the monotonic clock since the last look, when that is at least
+    ``threshold_s`` seconds: a slewing NTP, which moves the wall clock a fraction of a
+    millisecond a second, never reaches it. ``wall`` and ``mono`` are seams for tests.
+    """
+
+    def __init__(
+        self,
+        *,
+        threshold_s: float = 1.0,
+        wall: Callable[[], float] = time.time,
+        mono: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.threshold_s = threshold_s
+        self._wall, self._mono = wall, mono
+        self._last = (wall(), mono())
+
+    def look(self) -> float | None:
+        """The wall clock's step since the last look in seconds, or ``None`` if under
+        ``threshold_s``."""
+        wall, mono = self._wall(), self._mono()
+        step_s = (wall - self._last[0]) - (mono - self._last[1])
+        self._last = (wall, mono)
+        return step_s if abs(step_s) >= self.threshold_s else None

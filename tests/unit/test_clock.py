@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 
 from courtly.cli import run_async
-from courtly.clock import FakeClock, SystemClock
+from courtly.clock import FakeClock, StepWatch, SystemClock
 
 
 def test_the_system_clock_never_returns_from_a_sleep_early_on_uvloop() -> None:
@@ -32,3 +32,20 @@ def test_the_fake_clock_moves_by_exactly_the_delay_slept() -> None:
     clock = FakeClock(100.0)
     run_async(clock.sleep(2.5))
     assert clock.now() == 100.0 + 2.5
+
+
+def test_a_step_watch_notices_the_wall_clock_stepped_either_way() -> None:
+    wall, mono = [1_000.0], [50.0]
+    watch = StepWatch(wall=lambda: wall[0], mono=lambda: mono[0])
+    wall[0] += 2.0
+    mono[0] += 2.0
+    assert watch.look() is None  # both moved alike
+    wall[0] += 2.0 + 3600.0  # set an hour ahead
+    mono[0] += 2.0
+    assert watch.look() == 3600.0
+    wall[0] += 2.0 - 30.0  # NTP steps it back 30 s
+    mono[0] += 2.0
+    assert watch.look() == -30.0
+    wall[0] += 2.0005  # a slew of 0.25 ms a second is no step
+    mono[0] += 2.0
+    assert watch.look() is None

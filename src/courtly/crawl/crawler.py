@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.archive.warc import WarcWriter, archive_prefix
 from courtly.autoscale import AutoscaleConfig, Autoscaler
-from courtly.clock import Clock, SystemClock
+from courtly.clock import Clock, StepWatch, SystemClock
 from courtly.config import CrawlConfig, shorten
 from courtly.crawl.dispatch import LEASE_AHEAD_S, Fetches, ReadyWaits, idle, wait_until
 from courtly.crawl.links import LinkAdmission
@@ -145,6 +145,7 @@ class Crawler:
         self._partition = partition
         self._machine_gate = machine_gate
         self._clock: Clock = clock or SystemClock()
+        self._steps = StepWatch() if isinstance(self._clock, SystemClock) else None
         fconfig = frontier_config(config)
         if politeness is not None:
             fconfig = dataclasses.replace(fconfig, politeness=politeness)
@@ -491,6 +492,13 @@ class Crawler:
             await asyncio.sleep(self.config.progress_interval_s)
             if self._ended:
                 break
+            if self._steps is not None and (step_s := self._steps.look()) is not None:
+                log.warning(
+                    "the system clock was stepped %+.1f s: politeness waits run on it (a "
+                    "step forward lets each host's next request go up to that early, once; "
+                    "a step back holds every host that much longer)",
+                    step_s,
+                )
             if self._shared and self.config.scope != "any":
                 await self._seeds.refresh()  # another process may have added seeds
             await self._tick()
