@@ -88,7 +88,9 @@ class StepWatch:
     they persist and compare across processes and machines). A step forward lets every
     host's next request go up to the step early, once; a step back holds every host the
     step longer. :meth:`look` says how far the wall clock moved beyond (positive) or
-    short of (negative) the monotonic clock since the last look, when that is at least
+    short of (negative) the monotonic clock since the last look (Linux's
+    ``CLOCK_BOOTTIME``, which counts a suspended machine's sleep as the wall clock does,
+    so a laptop woken up is no step; elsewhere ``time.monotonic``), when that is at least
     ``threshold_s`` seconds: a slewing NTP, which moves the wall clock a fraction of a
     millisecond a second, never reaches it. ``wall`` and ``mono`` are seams for tests.
     """
@@ -98,8 +100,10 @@ class StepWatch:
         *,
         threshold_s: float = 1.0,
         wall: Callable[[], float] = time.time,
-        mono: Callable[[], float] = time.monotonic,
+        mono: Callable[[], float] | None = None,
     ) -> None:
+        if mono is None:
+            mono = _since_boot
         self.threshold_s = threshold_s
         self._wall, self._mono = wall, mono
         self._last = (wall(), mono())
@@ -111,3 +115,11 @@ class StepWatch:
         step_s = (wall - self._last[0]) - (mono - self._last[1])
         self._last = (wall, mono)
         return step_s if abs(step_s) >= self.threshold_s else None
+
+
+def _since_boot() -> float:
+    """Seconds on a clock that never steps and counts a suspended machine's sleep
+    (``CLOCK_BOOTTIME`` on Linux; ``time.monotonic`` elsewhere)."""
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.monotonic()  # pragma: no cover - not Linux
