@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 
 from courtly.archive.catalogue import CatalogueEntry
 from courtly.cli import main as cli_main
-from courtly.clock import SystemClock
+from courtly.clock import StepWatch, SystemClock
 from courtly.config import CrawlConfig
 from courtly.crawl import Crawler
 from courtly.errors import FetchError
@@ -304,3 +304,22 @@ async def test_a_seed_that_redirects_is_crawled_from_its_target(
     seeds = await store.seeds()
     await store.aclose()
     assert sorted(seeds) == ["http://a.test/", "http://www.a.test/"]
+
+
+async def test_a_step_of_the_system_clock_is_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The crawler's reporter looks at its :class:`StepWatch` at every progress tick and
+    says a step (here one the watch reports: a test cannot step the machine's clock)."""
+    steps = iter([3600.0])
+    monkeypatch.setattr(StepWatch, "look", lambda self: next(steps, None))
+    config = _config(tmp_path / "S", "http://busy.test/", max_time_s=0.5)
+    fetcher = MemoryFetcher(_site, SystemClock())
+    with caplog.at_level(logging.WARNING, logger="courtly.crawl"):
+        await Crawler(config, fetcher=fetcher).run()
+    stepped = [r.getMessage() for r in caplog.records if "system clock" in r.getMessage()]
+    assert stepped == [
+        "the system clock was stepped +3600.0 s: politeness waits run on it (a step forward "
+        "lets each host's next request go up to that early, once; a step back holds every "
+        "host that much longer)"
+    ]
