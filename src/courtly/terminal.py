@@ -1,4 +1,5 @@
-"""Reports on a terminal that may go away: :func:`terminal_output`."""
+"""Reports on a terminal that may go away: :func:`terminal_output`, and
+:func:`point_at_nothing` for a command whose reader went away."""
 
 from __future__ import annotations
 
@@ -6,8 +7,9 @@ import contextlib
 import os
 import sys
 from collections.abc import Iterator
+from typing import TextIO
 
-__all__ = ["terminal_output"]
+__all__ = ["point_at_nothing", "terminal_output"]
 
 
 @contextlib.contextmanager
@@ -23,6 +25,20 @@ def terminal_output() -> Iterator[None]:
     try:
         yield
     except OSError:
-        for stream in (sys.stdout, sys.stderr):
+        point_at_nothing(sys.stdout, sys.stderr)
+
+
+def point_at_nothing(*streams: TextIO) -> None:
+    """Point ``streams``' file descriptors at the null device, so that what is still
+    written to them (a later line, the flush at exit) goes nowhere instead of failing.
+    Best effort: a stream without a descriptor is left as it is."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        for stream in streams:
             with contextlib.suppress(OSError, ValueError, AttributeError):
-                os.dup2(os.open(os.devnull, os.O_WRONLY), stream.fileno())
+                os.dup2(null, stream.fileno())
+    finally:
+        os.close(null)

@@ -18,6 +18,7 @@ from courtly.event_loop import signal_handlers
 from courtly.observe.attach import DashboardSpec, TeeProgress, serving
 from courtly.parallel import PartitionedCrawl, claim_layout
 from courtly.progress import LogProgress, RichProgress
+from courtly.terminal import terminal_output
 
 __all__ = ["run_crawl"]
 
@@ -53,7 +54,7 @@ async def run_crawl(
             else:
                 crawler.abort()
                 text = "stopping now: requests in flight are fetched again on resume"
-            with contextlib.suppress(OSError):  # a terminal that hung up takes no more
+            with terminal_output():  # a terminal that hung up takes no more
                 say(text)
 
         with signal_handlers(on_signal, signal.SIGINT, signal.SIGTERM, *hangup()):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import sqlite3
 import sys
 from collections.abc import Iterator
@@ -18,7 +17,7 @@ from courtly.cli.output_file import written_whole
 from courtly.errors import CourtlyError, CrawlFailed
 from courtly.exit_codes import ExitCode
 from courtly.store.redis.address import is_redis_error
-from courtly.terminal import terminal_output
+from courtly.terminal import point_at_nothing, terminal_output
 from courtly.write_failure import os_error_text
 
 __all__ = [
@@ -89,8 +88,7 @@ def expected_errors(summary_json: Path | None = None) -> Iterator[None]:
         # The reader of the output went away (``courtly export | head``): not an error of
         # courtly's to report. Exit quietly (status 1: the output is not whole), with
         # standard output pointed at nothing so that its flush at exit fails no more.
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        point_at_nothing(sys.stdout)
         sys.exit(ExitCode.FAILED)
     except OSError as error:
         fail(os_error_text(error), summary_json)
