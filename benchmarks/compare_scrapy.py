@@ -640,6 +640,7 @@ def phase_mean(
     records: list[RequestRecord],
     window_s: float,
     seeds: list[str] | None,
+    plan: BoundPlan | None = None,
 ) -> dict[str, float] | None:
     """``efficiency`` and ``requests_efficiency`` averaged over where the window ends.
 
@@ -654,7 +655,8 @@ def phase_mean(
     spread evenly over the last longest cycle (``PHASE_ENDS`` of them; the crawler's
     requests and pages counted up to each end, the bound computed for it), each host's
     lost share is what its lateness costs on average: the figure with the phase taken
-    out. ``None`` without requests.
+    out. ``None`` without requests. ``plan``: the bound's plan for ``window_s`` if the
+    caller has made it (else made here from ``seeds``).
     """
     if not records:
         return None
@@ -662,7 +664,8 @@ def phase_mean(
     made = sorted((r.start_at - first, truth.is_robots_path(r.host, r.path)) for r in records)
     times = [at for at, _ in made]
     pages_before = list(itertools.accumulate((not robots for _, robots in made), initial=0))
-    plan = _bound_plan(scenario, truth, window_s, seeds)
+    if plan is None:
+        plan = _bound_plan(scenario, truth, window_s, seeds)
     cycles = [
         starts[-1] / (len(starts) - 1)
         for hosts in plan.values()
@@ -851,8 +854,9 @@ def summarise(
     truth = truth if truth is not None else SandboxTruth(web.world)
     seeds = web.seeds
     report, mine, pages, window_s = audited_pages(scenario, web, records, seconds, truth)
-    limit = bound(scenario, truth, window_s, seeds)
-    phased = phase_mean(scenario, truth, mine, window_s, seeds)
+    plan = _bound_plan(scenario, truth, window_s, seeds)  # the bound's, made once
+    limit = _bound_until(plan, scenario, window_s)
+    phased = phase_mean(scenario, truth, mine, window_s, seeds, plan)
     late = lateness(mine, truth=truth, min_delay_s=scenario.min_delay_s, delay_factor=DELAY_FACTOR)
     statuses = Counter(r.status for r in mine)
     pages_per_s = pages / window_s
