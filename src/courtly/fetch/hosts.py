@@ -5,15 +5,32 @@ from __future__ import annotations
 import ipaddress
 from pathlib import Path
 
-from courtly.errors import ConfigError
+from courtly.errors import ConfigError, InvalidURL
+from courtly.url.canonical import canonicalize
+from courtly.url.host import hostname_of
 from courtly.write_failure import os_error_text
 
 __all__ = ["check_hosts_file", "load_hosts_file", "normalise_host_name", "parse_hosts_text"]
 
 
 def normalise_host_name(name: str) -> str:
-    """The form host names are keyed by: lower case, without a trailing dot."""
+    """The form host names are keyed by: the host as a URL spells it on the wire, lower
+    case, without a trailing dot. A name in another script is IDNA-encoded as URLs are
+    (UTS 46: ``Bücher.test`` is ``xn--bcher-kva.test``); one that cannot be encoded is only
+    lower-cased (no URL can name it, so it never matches)."""
+    if not name.isascii():
+        encoded = _idna_name(name)
+        if encoded is not None:
+            return encoded
     return name.rstrip(".").lower()
+
+
+def _idna_name(name: str) -> str | None:
+    """``name`` IDNA-encoded as the host of an http URL, or ``None`` if no URL can have it."""
+    try:
+        return hostname_of(canonicalize(f"http://{name}/"))
+    except InvalidURL:
+        return None
 
 
 def parse_hosts_text(text: str, skipped: list[str] | None = None) -> dict[str, list[str]]:
@@ -22,7 +39,9 @@ def parse_hosts_text(text: str, skipped: list[str] | None = None) -> dict[str, l
     Each line is ``ADDRESS NAME [NAME...]``; ``#`` starts a comment; blank lines
     and lines whose first field is not an IPv4/IPv6 address are skipped (each of the
     latter, and a line with an address alone, is said in ``skipped`` if given:
-    ``line N: why``). Names are normalised (:func:`normalise_host_name`). A name on
+    ``line N: why``). Names are normalised (:func:`normalise_host_name`); a name in another
+    script is IDNA-encoded as in URLs (``bücher.test`` is ``xn--bcher-kva.test``, the
+    host the crawler looks up), and one that cannot be is skipped and said. A name on
     several lines gets every address, in file order, without duplicates. Addresses are
     kept in canonical text form (``::1``, not ``0:0:0:0:0:0:0:1``).
     """
@@ -42,6 +61,10 @@ def parse_hosts_text(text: str, skipped: list[str] | None = None) -> dict[str, l
                 skipped.append(f"line {number}: an address without a name")
             continue
         for name in fields[1:]:
+            if not name.isascii() and _idna_name(name) is None:
+                if skipped is not None:
+                    skipped.append(f"line {number}: {name!r} is not a valid host name")
+                continue
             key = normalise_host_name(name)
             if not key:
                 continue

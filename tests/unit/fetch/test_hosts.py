@@ -4,9 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from courtly.clock import FakeClock
 from courtly.errors import ConfigError
 from courtly.fetch import load_hosts_file, parse_hosts_text
-from courtly.fetch.hosts import check_hosts_file
+from courtly.fetch.dns import DnsCache
+from courtly.fetch.hosts import check_hosts_file, normalise_host_name
 
 SAMPLE = """\
 # a comment line
@@ -80,3 +82,28 @@ def test_the_lines_skipped_are_said_for_a_warning(tmp_path: Path) -> None:
     assert load_hosts_file(path) == {"a.test": ["127.0.0.2"]}
     with pytest.raises(ConfigError, match=r"--hosts-file .*nope: No such file"):
         check_hosts_file(tmp_path / "nope")
+
+
+def test_a_name_in_another_script_is_keyed_as_urls_spell_it_on_the_wire(tmp_path: Path) -> None:
+    """A URL's host goes out IDNA-encoded (``http://bücher.test/`` asks for
+    ``xn--bcher-kva.test``), so a hosts file that names it in its own script must key it
+    the same way, or the name is silently sent to DNS. One no URL can have is said."""
+    path = tmp_path / "hosts"
+    path.write_text(
+        "127.0.0.5 Bücher.test. faß.de\n127.0.0.6 xn--bcher-kva.test\n127.0.0.7 a\u2488.test\n",
+        encoding="utf-8",
+    )
+    assert load_hosts_file(path) == {
+        "xn--bcher-kva.test": ["127.0.0.5", "127.0.0.6"],
+        "xn--fa-hia.de": ["127.0.0.5"],
+    }
+    assert check_hosts_file(path) == ["line 3: 'a\u2488.test' is not a valid host name"]
+    assert normalise_host_name("BÜCHER.test") == "xn--bcher-kva.test"
+    assert normalise_host_name("Example.COM.") == "example.com"
+    assert normalise_host_name("a\u2488.test") == "a\u2488.test"  # matches no URL's host
+
+
+async def test_dns_overrides_named_in_another_script_answer_the_encoded_host() -> None:
+    cache = DnsCache(FakeClock(), overrides={"bücher.test": ["127.0.0.5"]})
+    assert await cache.resolve("xn--bcher-kva.test") == ("127.0.0.5",)
+    assert await cache.resolve("BÜCHER.TEST") == ("127.0.0.5",)
