@@ -200,6 +200,30 @@ def test_every_seeds_file_given_adds_its_seeds(tmp_path: Path) -> None:
     assert config.seeds == ("http://a.test/", "http://b.test/", "http://c.test/", "http://d.test/")
 
 
+def test_seeds_file_dash_reads_the_seeds_piped_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``producer | courtly crawl --seeds-file -``: standard input, read as a seeds file is
+    (byte order mark, CRLF, comments); its seeds join the others'. Bytes that are not UTF-8
+    are refused, naming standard input."""
+    import io
+    import sys
+
+    from courtly.cli.crawl_settings import build_config
+
+    piped = b"\xef\xbb\xbfhttp://a.test/\r\n# a comment\r\n\r\n  http://b.test/  \r\n"
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(piped)))
+    other = tmp_path / "more.txt"
+    other.write_text("http://c.test/\n", encoding="utf-8")
+    flags: dict[str, Any] = {"state_dir": tmp_path, "user_agent": UA, "processes": 1}
+    config = build_config((), None, (Path("-"), other), (), (), False, flags)
+    assert config.seeds == ("http://a.test/", "http://b.test/", "http://c.test/")
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"\xffhttp://a.test/\n")))
+    with pytest.raises(ConfigError, match=r"seeds file - \(standard input\): 'utf-8' codec"):
+        build_config((), None, (Path("-"),), (), (), False, flags)
+    assert read_seeds_file(tmp_path / "more.txt") == ["http://c.test/"]  # no stdin: a path
+
+
 def test_relative_paths_in_a_config_file_are_relative_to_its_directory(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

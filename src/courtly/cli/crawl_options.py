@@ -29,7 +29,8 @@ _DECORATORS: list[Callable[[Any], Any]] = [
         "--seeds-file",
         type=click.Path(path_type=Path, dir_okay=False),
         multiple=True,
-        help="One seed URL per line (# comments allowed); repeatable: every file's seeds.",
+        help="One seed URL per line (# comments allowed); - reads standard input; repeatable: "
+        "every file's seeds.",
     ),
     click.option(
         "--state",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -25,14 +26,15 @@ def build_config(
     no_sitemaps: bool,
     flags: dict[str, Any],
 ) -> CrawlConfig:
-    """The crawl's config: the ``--config`` file, then each ``--seeds-file`` and the seeds given,
+    """The crawl's config: the ``--config`` file, then each ``--seeds-file`` (``-``: standard
+    input) and the seeds given,
     then every flag given (flags win); ``--processes`` left out defaults to
     :func:`courtly.parallel.default_processes`. Raises :class:`click.UsageError` for a
     missing ``--state`` or ``--user-agent``, :class:`ConfigError` for a bad value."""
     values: dict[str, Any] = load_toml(config_file) if config_file is not None else {}
     all_seeds = list(values.get("seeds", ()))
     for seeds_file in seeds_files:
-        all_seeds.extend(read_seeds_file(seeds_file))
+        all_seeds.extend(read_seeds_file(seeds_file, stdin=sys.stdin.buffer))
     all_seeds.extend(seeds)
     values["seeds"] = tuple(dict.fromkeys(all_seeds))
     if include:

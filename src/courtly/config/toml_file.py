@@ -6,7 +6,7 @@ from __future__ import annotations
 import tomllib
 from dataclasses import fields
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from courtly.config.crawl_config import CrawlConfig
 from courtly.config.settings import check_setting
@@ -91,11 +91,18 @@ def _beside(config_file: Path, value: Path) -> Path:
     return value if value.is_absolute() else config_file.parent / value
 
 
-def read_seeds_file(path: Path) -> list[str]:
+def read_seeds_file(path: Path, stdin: BinaryIO | None = None) -> list[str]:
     """One URL per line (UTF-8; a byte order mark and CRLF line ends as editors on Windows
-    save them are read as without); blank lines and ``#`` comments ignored."""
+    save them are read as without); blank lines and ``#`` comments ignored. ``stdin``, if
+    given, is read instead when ``path`` is ``-`` (``--seeds-file -``: seeds piped in)."""
+    piped = stdin is not None and str(path) == "-"
     try:
-        lines = path.read_text(encoding="utf-8-sig").splitlines()
+        if stdin is not None and piped:
+            text = stdin.read().decode("utf-8-sig")
+        else:
+            text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"cannot read seeds file {path}: {error}") from None
+        name = "- (standard input)" if piped else str(path)
+        raise ConfigError(f"cannot read seeds file {name}: {error}") from None
+    lines = text.splitlines()
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
