@@ -24,8 +24,14 @@ _LAYOUT_FILE: Final = "partitions.json"  # courtly.parallel.LAYOUT_FILE (no impo
 
 
 def holds_crawl(state_dir: Path) -> bool:
-    """Whether ``state_dir`` holds a crawl to resume (a state file or a partition layout)."""
-    return os.path.lexists(state_dir / STATE_FILE) or os.path.lexists(state_dir / _LAYOUT_FILE)
+    """Whether ``state_dir`` holds a crawl to resume: a state file, or a partition layout
+    with a state file in one of its partitions (a layout alone is a partitioned crawl
+    stopped before any partition began: nothing of it was kept)."""
+    if os.path.lexists(state_dir / STATE_FILE):
+        return True
+    if not os.path.lexists(state_dir / _LAYOUT_FILE):
+        return False
+    return any(os.path.lexists(part / STATE_FILE) for part in state_dir.glob("part-*-of-*"))
 
 
 def check_writable(path: Path, what: str, *, must_exist: bool = False) -> None:

@@ -56,6 +56,7 @@ from courtly.parallel import (
     stable_hash,
     state_dirs,
 )
+from courtly.parallel.layout import partitions_without_state
 from courtly.parallel.supervisor import probe_wait_s
 from courtly.sandbox import ROBOTS_VARIANTS, RequestRecord, SandboxSpec, audit
 from courtly.url import host_of
@@ -573,6 +574,33 @@ def test_a_resume_with_another_number_of_processes_is_refused(
         claim_layout(single, 2)
     assert not (single / LAYOUT_FILE).exists()
     claim_layout(single, 1)
+
+
+def test_a_crawl_stopped_as_its_partitions_began_is_not_resumed_without_its_seeds(
+    tmp_path: Path,
+) -> None:
+    """A crawl stopped while it started leaves its layout and, at most, some partitions'
+    state. With none, there is nothing to resume (the partitions each said "nothing to
+    crawl" before); with some, a resume without seeds is refused, as the missing
+    partitions' seeds are gone; given the seeds again, the refusal is lifted."""
+    state = tmp_path / "state"
+    claim_layout(state, 2)
+    args = ["crawl", "--state", str(state), "--user-agent", UA, "--processes", "2"]
+    result = CliRunner().invoke(cli_main, args)
+    assert result.exit_code == 2, result.output
+    assert "holds no crawl to resume (give SEED... or --seeds-file)" in result.output
+    part0 = partition_dir(state, 0, 2)
+    part0.mkdir()
+    (part0 / "frontier.sqlite3").write_bytes(b"")  # a partition that began
+    result = CliRunner().invoke(cli_main, args)
+    assert result.exit_code == 2, result.output
+    assert "partition 1 of 2 holds no crawl state" in result.output
+    assert "Give the crawl's seeds again" in result.output
+    assert not partition_dir(state, 1, 2).exists()  # refused before any partition started
+    assert partitions_without_state(state, 2) == [1]
+    (partition_dir(state, 1, 2) / "frontier.sqlite3").parent.mkdir()
+    (partition_dir(state, 1, 2) / "frontier.sqlite3").write_bytes(b"")
+    assert partitions_without_state(state, 2) == []
 
 
 def test_merged_counts_are_field_sums() -> None:

@@ -14,6 +14,7 @@ import xxhash
 from courtly.config import CrawlConfig
 from courtly.errors import ConfigError, StateError
 from courtly.parallel.cores import available_cores
+from courtly.state_dir import STATE_FILE
 
 __all__ = [
     "IP_SLOTS_FILE",
@@ -75,7 +76,7 @@ def claim_layout(state_dir: Path, processes: int) -> None:
         return
     if processes == 1:
         return
-    if (state_dir / "frontier.sqlite3").exists():
+    if (state_dir / STATE_FILE).exists():
         raise StateError(
             f"{state_dir} holds a single-process crawl; resume it with --processes 1 "
             "(or crawl with several processes into a new state directory)"
@@ -103,6 +104,16 @@ def state_dirs(state_dir: Path) -> list[Path]:
     return [partition_dir(state_dir, i, processes) for i in range(processes)]
 
 
+def partitions_without_state(state_dir: Path, processes: int) -> list[int]:
+    """The partitions of ``state_dir``'s layout of ``processes`` whose state file is missing:
+    a crawl stopped while it started (after the layout was recorded, before they began)."""
+    return [
+        i
+        for i in range(processes)
+        if not os.path.lexists(partition_dir(state_dir, i, processes) / STATE_FILE)
+    ]
+
+
 def default_processes(state_dir: Path, per_ip: int, cores: int | None = None) -> int:
     """The process count of a crawl that did not pin ``--processes``.
 
@@ -120,7 +131,7 @@ def default_processes(state_dir: Path, per_ip: int, cores: int | None = None) ->
             return int(json.loads(layout.read_text(encoding="utf-8"))["processes"])
         except (OSError, ValueError, KeyError, TypeError) as error:
             raise StateError(f"{layout} is unreadable ({error})") from None
-    if (state_dir / "frontier.sqlite3").exists():
+    if (state_dir / STATE_FILE).exists():
         return 1
     return max(1, min(cores if cores is not None else available_cores(), per_ip))
 

@@ -19,7 +19,13 @@ from courtly.fetch.machine_ip_gate import MachineIpGate
 from courtly.page_budget import SharedPageBudget
 from courtly.parallel.aggregate import merge_snapshots
 from courtly.parallel.child import child_main
-from courtly.parallel.layout import IP_SLOTS_FILE, claim_layout, partition_config, partition_dir
+from courtly.parallel.layout import (
+    IP_SLOTS_FILE,
+    claim_layout,
+    partition_config,
+    partition_dir,
+    partitions_without_state,
+)
 from courtly.parallel.messages import Abort, Command, PartitionStatus, Probe, Stop
 from courtly.parallel.start import start_context
 from courtly.parallel.termination import TerminationDetector
@@ -102,10 +108,28 @@ class PartitionedCrawl:
         self.request_stop("aborted")
         self._abort = True
 
+    def _check_partitions_began(self, root: Path, n: int) -> None:
+        """Refuse a resume with no seeds while some partitions have no state (the crawl was
+        stopped as it started, before they stored their share of the seeds): each would
+        start empty, and their hosts' seeds would be lost without a word."""
+        if self.config.seeds:
+            return
+        missing = partitions_without_state(root, n)
+        if missing and len(missing) < n:
+            which = ", ".join(str(i) for i in missing)
+            raise StateError(
+                f"{root}: partition {which} of {n} holds no crawl state (the crawl was stopped "
+                "as it started, before that partition stored its hosts' seeds, or its "
+                "directory was removed). Give the crawl's seeds again (SEED... or "
+                "--seeds-file): the other partitions keep what they hold, and a seed they "
+                "already crawled is not fetched again"
+            )
+
     async def run(self) -> CrawlSnapshot:
         root = self.config.state_dir
         n = self.config.processes
         claim_layout(root, n)
+        self._check_partitions_began(root, n)
         fsync = self.config.durability == "power"
         context = start_context()
         replies: Queue[tuple[Any, ...]] = context.Queue()
