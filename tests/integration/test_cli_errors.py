@@ -698,3 +698,39 @@ def test_an_unreachable_redis_store_is_a_message_not_a_traceback(
     assert result.exception is None or isinstance(result.exception, SystemExit), result.exc_info
     assert "Traceback" not in result.output
     assert re.search(rf"Error: .*127\.0\.0\.1:{port}.*[Cc]onnection refused", result.output)
+
+
+def test_the_reading_commands_skip_a_partition_with_no_state_and_say_so(tmp_path: Path) -> None:
+    """A partitioned crawl stopped as it started (or one of whose partitions was removed):
+    ``status``, ``export`` and ``changes`` read the partitions that hold a state, each with
+    a warning naming the one skipped (they refused the whole crawl, advising to start a
+    crawl in the partition's directory); with none, there is no crawl state."""
+    from courtly.parallel import claim_layout, partition_dir
+
+    state = tmp_path / "S"
+    claim_layout(state, 2)
+    for command in (["status"], ["export"], ["changes"]):
+        result = CliRunner().invoke(cli_main, [*command, "--state", str(state)])
+        assert result.exit_code == 2, result.output
+        assert "none of its 2 partitions holds a state file" in result.output
+
+    async def write() -> None:
+        part = partition_dir(state, 1, 2)
+        part.mkdir()
+        store = SqliteStore(part / "frontier.sqlite3", QueueConfig())
+        await store.record([CatalogueEntry(f"{SEED}{i}", status=200) for i in range(3)])
+        await store.aclose()
+
+    run_async(write())
+    skipped = "partition 0 of 2 holds no crawl state"
+    exported = CliRunner().invoke(cli_main, ["export", "--state", str(state)])
+    assert exported.exit_code == 0, exported.output
+    assert skipped in exported.stderr
+    assert sorted(json.loads(line)["url"] for line in exported.stdout.splitlines()) == [
+        f"{SEED}{i}" for i in range(3)
+    ]
+    for command in (["status", "--json"], ["changes"]):
+        result = CliRunner().invoke(cli_main, [*command, "--state", str(state)])
+        assert result.exit_code == 0, result.output
+        assert skipped in result.stderr
+    assert not partition_dir(state, 0, 2).exists()  # reading made nothing

@@ -15,13 +15,13 @@ from courtly.cli.state_access import (
     CRAWL_NAME,
     SHARED_STORE,
     STATE_DIR,
+    crawl_dirs,
     open_existing,
     open_shared,
     stored_config,
 )
 from courtly.errors import ConfigError
 from courtly.event_loop import run_async
-from courtly.parallel import state_dirs
 
 if TYPE_CHECKING:
     from courtly.changes import ChangeEvent
@@ -61,7 +61,7 @@ def changes(
                 openers: list[Callable[[], Any]] = [lambda: shared]
             else:
                 assert state_dir is not None  # a partitioned crawl: each partition's
-                openers = [functools.partial(open_existing, d) for d in state_dirs(state_dir)]
+                openers = [functools.partial(open_existing, d) for d in crawl_dirs(state_dir)]
             events: list[ChangeEvent] = []
             for open_one in openers:
                 opened = open_one()

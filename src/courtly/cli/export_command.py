@@ -13,9 +13,15 @@ import click
 
 from courtly.cli.failures import expected_errors
 from courtly.cli.output_file import written_whole
-from courtly.cli.state_access import CRAWL_NAME, SHARED_STORE, STATE_DIR, open_existing, open_shared
+from courtly.cli.state_access import (
+    CRAWL_NAME,
+    SHARED_STORE,
+    STATE_DIR,
+    crawl_dirs,
+    open_existing,
+    open_shared,
+)
 from courtly.event_loop import run_async
-from courtly.parallel import state_dirs
 from courtly.state_dir import STATE_FILE, check_writable
 
 __all__ = ["export"]
@@ -64,14 +70,13 @@ def export(
     if shared is None and state_dir is None:
         raise click.UsageError("--state DIR (or --store URL --crawl-name NAME) is required")
 
-    async def write(out: Any) -> int:
+    async def write(out: Any, dirs: list[Path]) -> int:
         count = 0
         if shared is not None:
             openers: list[Callable[[], Any]] = [lambda: shared]
         else:
-            assert state_dir is not None
             # a partitioned crawl: one directory after the other
-            openers = [functools.partial(open_existing, d) for d in state_dirs(state_dir)]
+            openers = [functools.partial(open_existing, d) for d in dirs]
         for open_one in openers:
             opened = open_one()
             try:
@@ -87,13 +92,14 @@ def export(
         return count
 
     with expected_errors():
-        for directory in state_dirs(state_dir) if state_dir is not None else ():
+        dirs = crawl_dirs(state_dir) if state_dir is not None else []
+        for directory in dirs:
             if not os.path.lexists(directory / STATE_FILE):  # refuse before creating the output
                 open_existing(directory)
         if output is None:
-            count = run_async(write(sys.stdout))
+            count = run_async(write(sys.stdout, dirs))
         else:
             check_writable(output.parent, "the directory of --output", must_exist=True)
             with written_whole(output) as out:
-                count = run_async(write(out))
+                count = run_async(write(out, dirs))
     click.echo(f"{count} catalogue entries", err=True)

@@ -20,11 +20,42 @@ __all__ = [
     "CRAWL_NAME",
     "SHARED_STORE",
     "STATE_DIR",
+    "crawl_dirs",
     "live_status",
     "open_existing",
     "open_shared",
     "stored_config",
 ]
+
+
+def crawl_dirs(state_dir: Path) -> list[Path]:
+    """The directories holding the stores of the crawl in ``state_dir``, to read one after
+    the other: ``state_dir`` itself, or its partitions'.
+
+    A partition with no state file (the crawl was stopped as it started, before that
+    partition began, or its directory was removed) holds nothing to read: it is skipped
+    with a warning on standard error, so that what the others hold can still be read.
+    With none left, :class:`StateError` says there is no crawl state."""
+    from courtly.parallel import state_dirs
+
+    dirs = state_dirs(state_dir)
+    if len(dirs) == 1 and dirs[0] == state_dir:
+        return dirs
+    present = [d for d in dirs if os.path.lexists(d / STATE_FILE)]
+    if not present:
+        raise StateError(
+            f"{state_dir}: no crawl state here (none of its {len(dirs)} partitions holds a "
+            "state file: the crawl was stopped as it started); start a crawl with "
+            f"courtly crawl --state {state_dir} SEED..."
+        )
+    for index, directory in enumerate(dirs):
+        if directory not in present:
+            click.echo(
+                f"warning: {directory}: partition {index} of {len(dirs)} holds no crawl state "
+                "(the crawl was stopped as it started, or its directory was removed): skipped",
+                err=True,
+            )
+    return present
 
 
 def open_existing(state_dir: Path) -> Any:

@@ -14,6 +14,7 @@ from courtly.cli.state_access import (
     CRAWL_NAME,
     SHARED_STORE,
     STATE_DIR,
+    crawl_dirs,
     live_status,
     open_existing,
     open_shared,
@@ -24,7 +25,7 @@ from courtly.event_loop import run_async
 from courtly.exit_codes import stop_reason_words
 from courtly.frontier.records import FrontierCounts
 from courtly.observe.status_file import status_config
-from courtly.parallel import merge_counts, merge_last_runs, state_dirs
+from courtly.parallel import merge_counts, merge_last_runs
 from courtly.state_dir import STATE_FILE
 from courtly.store.redis.address import shown
 
@@ -84,7 +85,7 @@ def status(
         confs: list[Any] = []
         running = False
         ticks: list[float] = []
-        for directory in state_dirs(state_dir):
+        for directory in crawl_dirs(state_dir):
             try:
                 store = open_existing(directory)
             except StateLocked:  # the lock is held: a crawl runs; its status.json is fresh
