@@ -16,7 +16,13 @@ from typing import Final
 from courtly.config import CrawlConfig
 from courtly.errors import ConfigError, StateError
 
-__all__ = ["STATE_FILE", "check_crawl_target", "check_writable", "holds_crawl"]
+__all__ = [
+    "STATE_FILE",
+    "check_crawl_target",
+    "check_no_orphan_archive",
+    "check_writable",
+    "holds_crawl",
+]
 
 STATE_FILE: Final = "frontier.sqlite3"
 """The SQLite state file of a single-process crawl (one per partition otherwise)."""
@@ -86,6 +92,15 @@ def check_crawl_target(config: CrawlConfig) -> None:
             "--store memory crawl keeps no state, so it needs a new --state directory"
         )
     if not resumable:
+        check_no_orphan_archive(state_dir)
+
+
+def check_no_orphan_archive(state_dir: Path) -> None:
+    """Refuse (:class:`StateError`) ``state_dir`` (a crawl's, or a partition's) if its
+    ``warc/`` holds WARC files while its state file is missing: the crawl state is gone,
+    and a new crawl would append to that archive, mixing two crawls in it."""
+    warcs = _warc_files(state_dir)
+    if warcs and not os.path.lexists(state_dir / STATE_FILE):
         raise StateError(
             f"{state_dir}/warc holds {len(warcs)} WARC file(s) of an earlier crawl but "
             f"{state_dir / STATE_FILE} is missing: the crawl state is gone, and a new crawl "

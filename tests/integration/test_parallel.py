@@ -598,7 +598,13 @@ def test_a_crawl_stopped_as_its_partitions_began_is_not_resumed_without_its_seed
     assert "Give the crawl's seeds again" in result.output
     assert not partition_dir(state, 1, 2).exists()  # refused before any partition started
     assert partitions_without_state(state, 2) == [1]
-    (partition_dir(state, 1, 2) / "frontier.sqlite3").parent.mkdir()
+    # a partition whose archive outlived its state: refused, seeds or not, as a
+    # single-process crawl is (a new crawl would append to that archive)
+    (partition_dir(state, 1, 2) / "warc").mkdir(parents=True)
+    (partition_dir(state, 1, 2) / "warc" / "courtly-0badcafe-00000.warc.gz").write_bytes(b"")
+    result = CliRunner().invoke(cli_main, [*args, "http://www.example.test/"])
+    assert result.exit_code == 2, result.output
+    assert "part-1-of-2/warc holds 1 WARC file(s) of an earlier crawl but" in result.output
     (partition_dir(state, 1, 2) / "frontier.sqlite3").write_bytes(b"")
     assert partitions_without_state(state, 2) == []
 

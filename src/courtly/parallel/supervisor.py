@@ -29,6 +29,7 @@ from courtly.parallel.layout import (
 from courtly.parallel.messages import Abort, Command, PartitionStatus, Probe, Stop
 from courtly.parallel.start import start_context
 from courtly.parallel.termination import TerminationDetector
+from courtly.state_dir import check_no_orphan_archive
 from courtly.stop import ending
 from courtly.write_failure import RESUME_HINT
 
@@ -111,11 +112,12 @@ class PartitionedCrawl:
     def _check_partitions_began(self, root: Path, n: int) -> None:
         """Refuse a resume with no seeds while some partitions have no state (the crawl was
         stopped as it started, before they stored their share of the seeds): each would
-        start empty, and their hosts' seeds would be lost without a word."""
-        if self.config.seeds:
-            return
+        start empty, and their hosts' seeds would be lost without a word. Refuse a
+        partition whose archive outlived its state, as a single-process crawl is refused."""
         missing = partitions_without_state(root, n)
-        if missing and len(missing) < n:
+        for index in missing:
+            check_no_orphan_archive(partition_dir(root, index, n))
+        if missing and len(missing) < n and not self.config.seeds:
             which = ", ".join(str(i) for i in missing)
             raise StateError(
                 f"{root}: partition {which} of {n} holds no crawl state (the crawl was stopped "
