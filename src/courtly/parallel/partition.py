@@ -160,6 +160,7 @@ class HostPartition:
                 if self._parent_alive is not None and not self._parent_alive():
                     log.warning("the parent process is gone: stopping")
                     crawler.request_stop("parent_gone")
+                    self._parent_alive = None  # said once: the stop takes its time
                 # Read again at once only while a read came back full (a backlog): URLs
                 # forwarded at a steady rate wait up to poll_s and come in batches, instead
                 # of a read and its store steps in every pass of the loop.
