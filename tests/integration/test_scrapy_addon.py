@@ -425,6 +425,38 @@ def test_a_frontier_that_cannot_be_opened_closes_the_spider_with_one_error(
     assert web.records() == []  # not one request
 
 
+@SCRAPYS
+def test_a_response_a_middleware_drops_frees_its_host_at_once(tmp_path: Path, scrapy: str) -> None:
+    """A downloader middleware that turns a response into an exception (here Scrapy's
+    redirect middleware with ``REDIRECT_MAX_TIMES=0``: every redirect is discarded with
+    ``IgnoreRequest``) sends it to the request's errback, not to the spider, and no
+    signal says so. The lease ends then: its host held it for the 30 s grace before,
+    so a web with redirects ran into the time budget with leases completed late."""
+    oldest = on_oldest(scrapy)
+    web = Web(replace(SPEC, redirects=True), tmp_path / "web")
+    try:
+        extra = [*courtly_args(tmp_path / "state"), "--set", "REDIRECT_MAX_TIMES=0"]
+        started = time.monotonic()
+        run = run_scrapy(web, tmp_path / "run", extra, oldest=oldest)
+        took_s = time.monotonic() - started
+    finally:
+        web.stop()
+    records = web.records()
+    assert run.returncode == 0, run.output[-3000:]
+    assert run.stats["finish_reason"] == "finished", run.output[-3000:]
+    truth = SandboxTruth(web.world)
+    redirects = [
+        r for r in records if 300 <= r.status < 400 and not truth.is_robots_path(r.host, r.path)
+    ]
+    dropped = run.stat("courtly/responses_dropped")
+    assert dropped > 0 and dropped == len(redirects)  # each page redirect discarded
+    assert run.stat("courtly/completed_late") == 0
+    assert took_s < 30, took_s  # no lease waited out the 30 s grace
+    report = judge(web, records)
+    assert report.violations == 0, report.summary()
+    assert report.duplicate_fetches == 0
+
+
 def test_stock_scrapy_fails_the_same_audit(web: Web, tmp_path: Path) -> None:
     """The negative control: per-domain concurrency 8 and no delay."""
     extra = [

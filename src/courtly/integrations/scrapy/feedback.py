@@ -10,7 +10,13 @@ the spider is done with the response: its callback has yielded everything
 (:meth:`Feedback.output_done`) and each request it yielded is enqueued
 (``request_scheduled``), or after :data:`SCRAPE_GRACE_S`. A request that never
 reached the downloader (:meth:`Feedback.never_downloaded`) completes with no
-request made; anything else lost is covered by the lease's expiry.
+request made. A response a downloader middleware turns into an exception in its
+``process_response`` (``IgnoreRequest`` at the end of a too long redirect chain, or
+for a body too large once decompressed) reaches neither the spider nor any signal:
+only the request's errback sees it, so the request leaves the downloader with
+:class:`ResponseDropped` as its errback, which completes the lease then (it waited
+out the grace before, its host held all that time). Anything else lost is covered by
+the lease's expiry.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any, Final
 
 from scrapy import Request
 from scrapy.http import Response
+from twisted.python.failure import Failure
 
 from courtly.clock import Clock
 from courtly.frontier import Outcome, OutcomeKind, parse_retry_after
@@ -27,10 +34,36 @@ from courtly.integrations.scrapy.held import KEY_META, PARENT_META, Held
 from courtly.integrations.scrapy.pipeline import Pipeline
 from courtly.integrations.scrapy.stats import SchedulerStats
 
-__all__ = ["SCRAPE_GRACE_S", "Feedback"]
+__all__ = ["SCRAPE_GRACE_S", "Feedback", "ResponseDropped", "own_errback"]
 
 SCRAPE_GRACE_S: Final = 30.0
 """A lease whose response the spider has not finished with after this long completes anyway."""
+
+
+class ResponseDropped:
+    """The errback of a request whose response came back from the downloader (see the
+    module doc): the failure ends the lease of a response that did not reach the
+    spider, then goes to the request's own errback (``original``), or back to Scrapy
+    when it has none, which then does what it does without an errback."""
+
+    __slots__ = ("_feedback", "_key", "original")
+
+    def __init__(self, feedback: Feedback, key: str, original: Any) -> None:
+        self._feedback = feedback
+        self._key = key
+        self.original = original
+
+    def __call__(self, failure: Failure) -> Any:
+        self._feedback.response_dropped(self._key)
+        return failure if self.original is None else self.original(failure)
+
+
+def own_errback(request: Request) -> None:
+    """Give ``request`` back its own errback if it carries a :class:`ResponseDropped`
+    (a redirect or retry copies it from the request it replaces)."""
+    errback = request.errback
+    if isinstance(errback, ResponseDropped):
+        request.errback = errback.original
 
 
 class Feedback:
@@ -101,6 +134,8 @@ class Feedback:
         held.outcome = outcome
         pipe.held.pop(held.lease.url, None)
         pipe.scraping[held.lease.url] = held
+        own_errback(request)
+        request.errback = ResponseDropped(self, held.lease.url, request.errback)
         asyncio.get_running_loop().call_later(SCRAPE_GRACE_S, self._settle, held, True)
 
     def child_yielded(self, request: Request, parent: Request) -> None:
@@ -140,6 +175,22 @@ class Feedback:
             return
         self._stats.scraped(self._clock.now() - held.outcome.ended_at)
         self._pipe.settle(held)
+
+    def delivered(self, request: Request) -> None:
+        """``request``'s response left the downloader middlewares for the engine (called
+        by the outermost downloader middleware): the spider gets it."""
+        key = request.meta.get(KEY_META)
+        held = self._pipe.scraping.get(key) if isinstance(key, str) else None
+        if held is not None:
+            held.delivered = True
+
+    def response_dropped(self, key: str) -> None:
+        """The errback of ``key``'s request got a failure (:class:`ResponseDropped`): if its
+        response never reached the spider, the spider will not be done with it."""
+        held = self._pipe.scraping.get(key)
+        if held is not None and not held.delivered:
+            self._stats.inc("responses_dropped")
+            self._settle(held, done=True)
 
     def copy_enqueued(self, key: str) -> None:
         """A copy of the request leased under ``key`` was enqueued (redirect, retry)."""

@@ -63,6 +63,8 @@ class Held:
     children: int = 0
     """Requests the callback yielded that have not reached ``enqueue_request`` yet."""
     output_done: bool = False
+    delivered: bool = False
+    """Its response left the downloader middlewares for the spider (not dropped there)."""
 
 
 Step = Literal["release", "complete"]

@@ -40,7 +40,8 @@ def _scheduler_of(crawler: Crawler) -> CourtlyScheduler | None:
 
 
 class CourtlyDownloaderMiddleware:
-    """Ends the lease of a request that did not reach the downloader."""
+    """Ends the lease of a request that did not reach the downloader; says which
+    responses went on to the spider (the others were dropped by a middleware)."""
 
     def __init__(self, crawler: Crawler) -> None:
         self.crawler = crawler
@@ -49,20 +50,22 @@ class CourtlyDownloaderMiddleware:
     def from_crawler(cls, crawler: Crawler) -> CourtlyDownloaderMiddleware:
         return cls(crawler)
 
-    def _settle(self, request: Request) -> None:
-        if KEY_META in request.meta and (scheduler := _scheduler_of(self.crawler)) is not None:
-            scheduler.never_downloaded(request)
+    def _scheduler(self, request: Request) -> CourtlyScheduler | None:
+        return _scheduler_of(self.crawler) if KEY_META in request.meta else None
 
     def process_response(
         self, request: Request, response: Response, spider: Spider | None = None
     ) -> Response:
-        self._settle(request)
+        if (scheduler := self._scheduler(request)) is not None:
+            scheduler.never_downloaded(request)  # answered before the downloader (a cache)
+            scheduler.delivered(request)
         return response
 
     def process_exception(
         self, request: Request, exception: Exception, spider: Spider | None = None
     ) -> None:
-        self._settle(request)
+        if (scheduler := self._scheduler(request)) is not None:
+            scheduler.never_downloaded(request)
 
 
 class CourtlySpiderMiddleware:

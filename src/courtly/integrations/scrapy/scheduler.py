@@ -40,7 +40,7 @@ from courtly.frontier.politeness import lost_answer_hold_s
 from courtly.heap import FrozenHeap
 from courtly.integrations.scrapy.codec import RequestCodec
 from courtly.integrations.scrapy.engine import wake_engine
-from courtly.integrations.scrapy.feedback import Feedback
+from courtly.integrations.scrapy.feedback import Feedback, own_errback
 from courtly.integrations.scrapy.held import KEY_META, PARENT_META, SLOT_META, Add, Held
 from courtly.integrations.scrapy.keys import key_for, level_for_priority, payload_id_of
 from courtly.integrations.scrapy.loop_probe import LoopProbe
@@ -123,6 +123,7 @@ class CourtlyScheduler:
         dropped later by the store's seen-set (``courtly/duplicates_resumed``)."""
         pipe, payloads, feedback = self._pipe, self._payloads, self._feedback
         assert pipe is not None and payloads is not None and feedback is not None, "not open"
+        own_errback(request)  # a copy (redirect, retry) of a request that left the downloader
         meta = request.meta
         stale = meta.pop(KEY_META, None)
         if stale is not None:
@@ -176,6 +177,11 @@ class CourtlyScheduler:
         """The callback of ``parent``'s response has yielded everything (spider middleware)."""
         if self._feedback is not None:
             self._feedback.output_done(parent)
+
+    def delivered(self, request: Request) -> None:
+        """``request``'s response goes on to the spider (downloader middleware)."""
+        if self._feedback is not None:
+            self._feedback.delivered(request)
 
     def never_downloaded(self, request: Request) -> None:
         """A middleware answered, dropped or replaced ``request`` before the downloader
