@@ -113,6 +113,14 @@ def test_toml_values_are_typed_by_key(tmp_path: Path) -> None:
         _load(tmp_path, "[crawl]\nstate = 3\n")
 
 
+def test_one_setting_under_two_spellings_is_refused(tmp_path: Path) -> None:
+    """``min-delay`` and ``min_delay_s`` name one setting: the later silently won."""
+    for text in ("min-delay = 0.1\nmin_delay_s = 0.2\n", "max-time = 5\nmax_time = 6\n"):
+        with pytest.raises(ConfigError, match=r"'m\w+.\w+' and 'm\w+' are the same setting"):
+            _load(tmp_path, text)
+    assert _load(tmp_path, "min-delay = 0.1\nmax-delay = 9\n")["min_delay_s"] == 0.1
+
+
 def test_a_toml_seeds_string_is_one_seed(tmp_path: Path) -> None:
     values = _load(tmp_path, '[crawl]\nseeds = "http://a.test/"\n')
     assert values["seeds"] == ("http://a.test/",)

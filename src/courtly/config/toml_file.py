@@ -47,7 +47,8 @@ def load_toml(path: Path) -> dict[str, Any]:
     file's own directory, so a config file means the same wherever courtly is started
     (a path given as a flag is relative to the working directory, as a shell's is).
     Returns a dict suitable for ``CrawlConfig(**...)`` after merging with flags; unknown
-    keys and bad values raise :class:`ConfigError`.
+    keys, bad values and one setting under two spellings (``min-delay`` and
+    ``min_delay_s``) raise :class:`ConfigError`.
     """
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8-sig"))
@@ -63,10 +64,13 @@ def load_toml(path: Path) -> dict[str, Any]:
             "inside [crawl] (or drop the [crawl] header)"
         )
     out: dict[str, Any] = {}
+    spelt: dict[str, str] = {}  # field -> the key that set it
     for raw_key, value in table.items():
         key = raw_key.replace("-", "_")
         key = _ALIASES.get(key, key)
         label = f"{raw_key} in {path}"
+        if (first := spelt.setdefault(key, raw_key)) != raw_key:
+            raise ConfigError(f"{path}: {first!r} and {raw_key!r} are the same setting: keep one")
         if key == "seeds_file":
             if not isinstance(value, str) or not value:
                 raise ConfigError(f"{label} must be a path (a non-empty string)")
