@@ -13,6 +13,7 @@ The crawl keeps the last :data:`MAX_EVENTS` events in the store (one blob).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -65,18 +66,31 @@ def export_jsonl(events: Iterable[ChangeEvent], out: TextIO, *, since: float | N
     return count
 
 
-def parse_since(text: str) -> float:
-    """``--since``: epoch seconds, or an ISO 8601 date/time (UTC when it names no zone)."""
+_AGO_UNITS_S = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+_SINCE_FORMS = "epoch seconds, an ISO 8601 time, or a time ago such as 90s, 15m, 2h, 7d"
+
+
+def parse_since(text: str, now_at: float) -> float:
+    """``--since``, as epoch seconds: epoch seconds, an ISO 8601 date/time (UTC when it
+    names no zone), or a duration back from ``now_at`` (epoch seconds): a number and a
+    unit, ``s``, ``m``, ``h`` or ``d`` (``90s``, ``1.5h``, ``7d``). Raises ``ValueError``
+    naming the forms taken."""
+    refused = ValueError(f"--since must be {_SINCE_FORMS}; not {text!r}")
+    stripped = text.strip()
+    unit = _AGO_UNITS_S.get(stripped[-1:].lower())
+    number = stripped[:-1] if unit is not None else stripped
     try:
-        return float(text)
+        value = float(number)
     except ValueError:
-        pass
+        value = None
+    if value is not None:
+        if not math.isfinite(value) or (unit is not None and value < 0):
+            raise refused
+        return value if unit is None else now_at - value * unit
     try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(stripped.replace("Z", "+00:00"))
     except ValueError:
-        raise ValueError(
-            f"--since must be epoch seconds or an ISO 8601 time, not {text!r}"
-        ) from None
+        raise refused from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return moment.timestamp()

@@ -44,9 +44,16 @@ def test_since_keeps_exactly_the_later_events(items: list[ChangeEvent], since: f
     assert all(line["at"] >= since for line in lines)
 
 
-def test_since_accepts_epoch_seconds_and_iso_8601() -> None:
-    assert parse_since("1700000000") == 1_700_000_000.0
-    assert parse_since("2023-11-14T22:13:20Z") == 1_700_000_000.0
-    assert parse_since("2023-11-14T22:13:20") == 1_700_000_000.0  # UTC when no zone
-    with pytest.raises(ValueError, match="--since"):
-        parse_since("yesterday")
+def test_since_accepts_epoch_seconds_iso_8601_and_a_time_ago() -> None:
+    now = 1_800_000_000.0
+    assert parse_since("1700000000", now) == 1_700_000_000.0
+    assert parse_since("2023-11-14T22:13:20Z", now) == 1_700_000_000.0
+    assert parse_since("2023-11-14T22:13:20", now) == 1_700_000_000.0  # UTC when no zone
+    # a time back from now, as `docker logs --since 15m` takes it
+    assert parse_since("90s", now) == now - 90
+    assert parse_since("15m", now) == now - 900
+    assert parse_since("1.5h", now) == now - 5400
+    assert parse_since(" 7D ", now) == now - 7 * 86400
+    for bad in ("yesterday", "1e400", "nan", "-5m", "h", "15x", "2026-13-01"):
+        with pytest.raises(ValueError, match="--since must be epoch seconds, an ISO 8601"):
+            parse_since(bad, now)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,11 @@ __all__ = ["changes"]
 @STATE_DIR
 @SHARED_STORE
 @CRAWL_NAME
-@click.option("--since", help="Only changes at or after TIME (epoch seconds or ISO 8601, UTC).")
+@click.option(
+    "--since",
+    help="Only changes at or after TIME: epoch seconds, ISO 8601 (UTC if no zone), or "
+    "a time ago (90s, 15m, 2h, 7d).",
+)
 @click.option("--format", "fmt", type=click.Choice(["jsonl"]), default="jsonl", show_default=True)
 def changes(
     state_dir: Path | None, store: str | None, crawl_name: str | None, since: str | None, fmt: str
@@ -49,7 +54,7 @@ def changes(
         raise click.UsageError("--state DIR (or --store URL --crawl-name NAME) is required")
     with expected_errors():
         try:
-            since_at = parse_since(since) if since is not None else None
+            since_at = parse_since(since, time.time()) if since is not None else None
         except ValueError as error:
             raise ConfigError(str(error)) from None
 
