@@ -201,6 +201,11 @@ CASES: tuple[Case, ...] = (
     _flag("--stop-grace", "-1", r"--stop-grace must be"),
     Case("--include '('", (*CRAWL, "--include", "(", SEED), r"bad --include regex '\('"),
     Case("--exclude '['", (*CRAWL, "--exclude", "[", SEED), r"bad --exclude regex '\['"),
+    Case(
+        "--exclude '*.pdf' (a shell glob)",
+        (*CRAWL, "--exclude", "*.pdf", SEED),
+        r"bad --exclude regex '\*\.pdf': .* not a shell glob: --exclude '\.\*\\\.pdf'\?\)",
+    ),
     _flag("--scope", "bogus", r"Invalid value for '--scope'"),
     Case(
         "--crawl-name with a space",

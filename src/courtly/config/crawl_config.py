@@ -4,6 +4,7 @@ where it has one (durations in seconds, sizes in bytes)."""
 from __future__ import annotations
 
 import re
+import shlex
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -155,22 +156,18 @@ class CrawlConfig:
                 "with a Redis store, start one courtly crawl per process (--processes 1): "
                 "they join the same crawl"
             )
-        for pattern in self.news:
-            try:
-                re.compile(pattern)
-            except re.error as error:
-                raise ConfigError(f"bad --news regex {pattern!r}: {error}") from None
         if self.recrawl_max_interval_s < self.recrawl_min_interval_s:
             raise ConfigError(
                 f"--recrawl-max-interval ({self.recrawl_max_interval_s:.12g} s) must not be below "
                 f"--recrawl-min-interval ({self.recrawl_min_interval_s:.12g} s)"
             )
-        for flag, patterns in (("--include", self.include), ("--exclude", self.exclude)):
+        for flag, patterns in (
+            ("--news", self.news),
+            ("--include", self.include),
+            ("--exclude", self.exclude),
+        ):
             for pattern in patterns:
-                try:
-                    re.compile(pattern)
-                except re.error as error:
-                    raise ConfigError(f"bad {flag} regex {pattern!r}: {error}") from None
+                _check_regex(flag, pattern)
 
     def param_policy(self) -> ParamPolicy:
         """The tracking-parameter policy: the default list adjusted by ``keep_params`` and
@@ -206,3 +203,16 @@ class CrawlConfig:
     def with_overrides(self, **changes: Any) -> CrawlConfig:
         """A copy with the given fields replaced (``None`` values are ignored)."""
         return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def _check_regex(flag: str, pattern: str) -> None:
+    """Refuse (:class:`ConfigError`) a ``pattern`` given to ``flag`` that is not a regular
+    expression; one written as a shell glob (``*.pdf``) gets the regex it meant."""
+    try:
+        re.compile(pattern)
+    except re.error as error:
+        hint = ""
+        if "*" in pattern:
+            meant = ".*".join(re.escape(part) for part in pattern.split("*"))
+            hint = f" (a regular expression, not a shell glob: {flag} {shlex.quote(meant)}?)"
+        raise ConfigError(f"bad {flag} regex {pattern!r}: {error}{hint}") from None
