@@ -457,6 +457,46 @@ def test_a_response_a_middleware_drops_frees_its_host_at_once(tmp_path: Path, sc
     assert report.duplicate_fetches == 0
 
 
+@SCRAPYS
+def test_answers_from_scrapys_cache_that_a_middleware_drops_free_their_hosts(
+    tmp_path: Path, scrapy: str
+) -> None:
+    """With ``HTTPCACHE_ENABLED`` a second run is answered from the cache: no request
+    reaches the downloader, so no signal fires, and a cached redirect that the redirect
+    middleware discards (``REDIRECT_MAX_TIMES=0``) reaches only the errback. Its lease
+    ends then; it held its host until the lease expired, and the run stalled."""
+    oldest = on_oldest(scrapy)
+    web = Web(replace(SPEC, redirects=True), tmp_path / "web")
+    cache = json.dumps(str(tmp_path / "httpcache"))
+    extra = ["--set", "REDIRECT_MAX_TIMES=0", "--set", "HTTPCACHE_ENABLED=true"]
+    extra += ["--set", f"HTTPCACHE_DIR={cache}"]
+    try:
+        first = run_scrapy(
+            web, tmp_path / "run1", [*courtly_args(tmp_path / "s1"), *extra], oldest=oldest
+        )
+        assert first.stats["finish_reason"] == "finished", first.output[-3000:]
+        second_at = time.time()  # the server stamps requests on the wall clock
+        started = time.monotonic()
+        second = run_scrapy(
+            web, tmp_path / "run2", [*courtly_args(tmp_path / "s2"), *extra], oldest=oldest
+        )
+        took_s = time.monotonic() - started
+        truth = SandboxTruth(web.world)
+        pages_served = [  # the first run's last lines may be logged after it ends
+            r
+            for r in web.records()
+            if r.start_at >= second_at and not truth.is_robots_path(r.host, r.path)
+        ]
+    finally:
+        web.stop()
+    assert second.returncode == 0, second.output[-3000:]
+    assert second.stats["finish_reason"] == "finished", second.output[-3000:]
+    assert not pages_served, [(r.host, r.path, r.status) for r in pages_served]  # all cached
+    assert second.stat("courtly/not_downloaded") >= first.stat("courtly/responses_dropped") > 0
+    assert second.stat("courtly/left_queued") == 0
+    assert took_s < 30, took_s
+
+
 def test_stock_scrapy_fails_the_same_audit(web: Web, tmp_path: Path) -> None:
     """The negative control: per-domain concurrency 8 and no delay."""
     extra = [

@@ -12,11 +12,12 @@ the spider is done with the response: its callback has yielded everything
 reached the downloader (:meth:`Feedback.never_downloaded`) completes with no
 request made. A response a downloader middleware turns into an exception in its
 ``process_response`` (``IgnoreRequest`` at the end of a too long redirect chain, or
-for a body too large once decompressed) reaches neither the spider nor any signal:
-only the request's errback sees it, so the request leaves the downloader with
-:class:`ResponseDropped` as its errback, which completes the lease then (it waited
-out the grace before, its host held all that time). Anything else lost is covered by
-the lease's expiry.
+for a body too large once decompressed; a redirect to ``javascript:``), downloaded or
+answered from a cache, reaches neither the spider nor any signal: only the request's
+errback sees it. So a request is handed to the engine with :class:`ErrbackEndsLease`
+as its errback, which ends the lease then (its host was held for the grace before,
+or, for an answer from a cache, until the lease expired). Anything else lost is
+covered by the lease's expiry.
 """
 
 from __future__ import annotations
@@ -34,17 +35,17 @@ from courtly.integrations.scrapy.held import KEY_META, PARENT_META, Held
 from courtly.integrations.scrapy.pipeline import Pipeline
 from courtly.integrations.scrapy.stats import SchedulerStats
 
-__all__ = ["SCRAPE_GRACE_S", "Feedback", "ResponseDropped", "own_errback"]
+__all__ = ["SCRAPE_GRACE_S", "ErrbackEndsLease", "Feedback", "own_errback"]
 
 SCRAPE_GRACE_S: Final = 30.0
 """A lease whose response the spider has not finished with after this long completes anyway."""
 
 
-class ResponseDropped:
-    """The errback of a request whose response came back from the downloader (see the
-    module doc): the failure ends the lease of a response that did not reach the
-    spider, then goes to the request's own errback (``original``), or back to Scrapy
-    when it has none, which then does what it does without an errback."""
+class ErrbackEndsLease:
+    """The errback of a leased request handed to the engine (see the module doc): a
+    failure ends the lease of a request whose answer did not reach the spider, then goes
+    to the request's own errback (``original``), or back to Scrapy when it has none,
+    which then does what it does without an errback."""
 
     __slots__ = ("_feedback", "_key", "original")
 
@@ -54,15 +55,15 @@ class ResponseDropped:
         self.original = original
 
     def __call__(self, failure: Failure) -> Any:
-        self._feedback.response_dropped(self._key)
+        self._feedback.failed(self._key)
         return failure if self.original is None else self.original(failure)
 
 
 def own_errback(request: Request) -> None:
-    """Give ``request`` back its own errback if it carries a :class:`ResponseDropped`
+    """Give ``request`` back its own errback if it carries an :class:`ErrbackEndsLease`
     (a redirect or retry copies it from the request it replaces)."""
     errback = request.errback
-    if isinstance(errback, ResponseDropped):
+    if isinstance(errback, ErrbackEndsLease):
         request.errback = errback.original
 
 
@@ -134,8 +135,6 @@ class Feedback:
         held.outcome = outcome
         pipe.held.pop(held.lease.url, None)
         pipe.scraping[held.lease.url] = held
-        own_errback(request)
-        request.errback = ResponseDropped(self, held.lease.url, request.errback)
         asyncio.get_running_loop().call_later(SCRAPE_GRACE_S, self._settle, held, True)
 
     def child_yielded(self, request: Request, parent: Request) -> None:
@@ -184,11 +183,21 @@ class Feedback:
         if held is not None:
             held.delivered = True
 
-    def response_dropped(self, key: str) -> None:
-        """The errback of ``key``'s request got a failure (:class:`ResponseDropped`): if its
-        response never reached the spider, the spider will not be done with it."""
+    def handing(self, request: Request, key: str) -> None:
+        """``request``, leased under ``key``, goes to the engine: its errback ends the lease
+        if its answer fails on the way to the spider (:class:`ErrbackEndsLease`)."""
+        own_errback(request)
+        request.errback = ErrbackEndsLease(self, key, request.errback)
+
+    def failed(self, key: str) -> None:
+        """The errback of ``key``'s request got a failure (:class:`ErrbackEndsLease`). A
+        response that never reached the spider: the spider will not be done with it. An
+        answer from before the downloader (a cache): no request was made. A failure of
+        the download itself ended the lease already (``request_left_downloader``)."""
         held = self._pipe.scraping.get(key)
-        if held is not None and not held.delivered:
+        if held is None:
+            self._never_downloaded(key)
+        elif not held.delivered:
             self._stats.inc("responses_dropped")
             self._settle(held, done=True)
 

@@ -123,7 +123,7 @@ class CourtlyScheduler:
         dropped later by the store's seen-set (``courtly/duplicates_resumed``)."""
         pipe, payloads, feedback = self._pipe, self._payloads, self._feedback
         assert pipe is not None and payloads is not None and feedback is not None, "not open"
-        own_errback(request)  # a copy (redirect, retry) of a request that left the downloader
+        own_errback(request)  # a copy (redirect, retry) of a request handed to the engine
         meta = request.meta
         stale = meta.pop(KEY_META, None)
         if stale is not None:
@@ -164,6 +164,8 @@ class CourtlyScheduler:
         request = held.request
         request.meta[KEY_META] = held.lease.url
         request.meta[SLOT_META] = held.lease.host_key
+        assert self._feedback is not None, "not open"
+        self._feedback.handing(request, held.lease.url)
         return request
 
     # -- the middlewares' calls ---------------------------------------------------
