@@ -47,7 +47,8 @@ log = logging.getLogger("courtly.events")
 @dataclass(frozen=True, slots=True)
 class FetchDone:
     """A page request ended: with a response (``status``) or without (``error``, a
-    :class:`~courtly.errors.FetchError` kind). ``size_bytes`` is what came over the wire."""
+    :class:`~courtly.errors.FetchError` kind, and ``detail``, its message with the URL).
+    ``size_bytes`` is what came over the wire."""
 
     at: float
     host_key: str
@@ -55,6 +56,7 @@ class FetchDone:
     error: str | None
     elapsed_s: float
     size_bytes: int
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,11 +112,13 @@ class PageDone:
 class AttemptFailed:
     """A request did not succeed beyond what :class:`FetchDone` says: ``reason`` is
     ``http_<status>`` (a response that is no success), ``interrupted`` (the body broke off),
-    ``robots_blocked`` or ``robots_unreachable`` (no robots.txt response at all)."""
+    ``robots_blocked`` or ``robots_unreachable`` (no robots.txt response at all);
+    ``detail``, where there is more to say, is why in words, with the URL."""
 
     at: float
     host_key: str
     reason: str
+    detail: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -223,6 +224,27 @@ def test_a_blocked_target_says_so_and_exits_nothing_fetched(
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["exit_code"] == ExitCode.NOTHING_FETCHED and summary["pages"] == 0
     assert summary["outcome"] == "nothing_fetched" and summary["config"]["seeds"]
+
+
+def test_a_run_that_fetched_nothing_says_why_in_the_errors_own_words(tmp_path: Path) -> None:
+    """A seed whose robots.txt cannot be read (nothing listens at its port; the same for a
+    certificate refused or a name that does not resolve): the last line names the error
+    in its own words, not only its count, and the summary keeps one example per kind."""
+    with socket.socket() as probe:  # a port nothing listens at
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    seed = f"http://127.0.0.1:{port}/"
+    result = _cli(
+        "crawl", seed, "--state", str(tmp_path / "S"), "--user-agent", UA,
+        "--allow-private-networks", "--max-time", "1.5", "--stop-grace", "0.2",
+        "--summary-json", str(tmp_path / "summary.json"),
+    )  # fmt: skip
+    assert result.exit_code == ExitCode.NOTHING_FETCHED, result.output
+    last = result.output.strip().splitlines()[-1]
+    assert last.startswith("nothing fetched (robots_unreachable=1); robots_unreachable: "), last
+    assert f"{seed}robots.txt" in last and "Connect call failed" in last, last
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["error_examples"]["robots_unreachable"] in last
 
 
 def test_quiet_prints_nothing_and_the_summary_json_matches_the_exit_code(

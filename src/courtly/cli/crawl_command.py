@@ -115,6 +115,11 @@ def _nothing_fetched_hint(snapshot: CrawlSnapshot, config: CrawlConfig) -> str:
             "; the address guard blocks private, loopback and link-local targets: "
             "--allow-private-networks allows them"
         )
+    examples = snapshot.error_examples
+    said = [kind for kind in found if kind in examples]
+    if said:  # the commonest error's own words: a count cannot say a certificate was refused
+        kind = max(said, key=lambda k: found[k])
+        hint += f"; {kind}: {examples[kind]}"
     return f"nothing fetched ({reasons}){hint}"
 
 

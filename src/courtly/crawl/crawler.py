@@ -543,6 +543,7 @@ class Crawler:
             in_flight=self._fetches.in_flight,
             counts=counts,
             errors=dict(stats.errors),
+            error_examples=dict(stats.error_examples),
             skipped=dict(stats.skipped),
             statuses=dict(stats.statuses),
             warc_files=warc_files,

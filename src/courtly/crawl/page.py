@@ -225,7 +225,7 @@ class PagePipeline:
             await self._recrawl.visited(lease, None, None)
         now = self._clock.now()
         self._events.publish(
-            FetchDone(now, lease.host_key, None, error.kind, now - lease.leased_at, 0)
+            FetchDone(now, lease.host_key, None, error.kind, now - lease.leased_at, 0, str(error))
         )
         kind = OutcomeKind.NETWORK_ERROR
         if error.kind in ("blocked", "too_long_url"):

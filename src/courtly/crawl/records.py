@@ -71,6 +71,9 @@ class CrawlSnapshot:
     """A shared crawl (Redis) that this process ended with no page of its own: another
     process of the crawl fetched pages, so the crawl did not come to nothing (exit 0, not
     5). Always ``False`` for a crawl of its own."""
+    error_examples: dict[str, str] = field(default_factory=dict)
+    """The first message of each kind of error in ``errors`` that has one (its URL and
+    why, in words: ``connect``, ``dns``, ``robots_unreachable``...)."""
     dispatch: dict[str, float] = field(default_factory=dict)
     """How precisely the dispatcher started due hosts' requests
     (:meth:`courtly.crawl.dispatch.ReadyWaits.summary`): requests measured, those that

@@ -11,6 +11,7 @@ shared with the Scrapy scheduler.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from courtly.clock import Clock
@@ -21,6 +22,8 @@ from courtly.frontier.records import Lease, Outcome, OutcomeKind
 from courtly.robots import Authority, RobotsCache, RobotsDecision, fetch_robots, robots_url_for
 from courtly.robots_lease import PacedFetcher, StoredRobots, robots_outcome
 from courtly.store.base import FrontierStore
+
+log = logging.getLogger("courtly.crawl")
 
 __all__ = ["PacedFetcher", "RobotsGate"]
 
@@ -87,7 +90,11 @@ class RobotsGate:
         )
         if not outcome.results:  # no request to this host was answered
             reason = "robots_blocked" if outcome.error_kind == "blocked" else "robots_unreachable"
-            self._events.publish(AttemptFailed(now, lease.host_key, reason))
+            detail = outcome.error
+            if detail and outcome.final_url not in detail:
+                detail = f"{outcome.final_url}: {detail}"
+            log.info("%s: %s", reason, detail or outcome.final_url)
+            self._events.publish(AttemptFailed(now, lease.host_key, reason, detail))
         await self._frontier.release(lease, result_outcome)
         if result_outcome.kind is OutcomeKind.THROTTLED:
             await self._store.flush()  # keep the back-off across a crash (see the page's retry)

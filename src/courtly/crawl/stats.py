@@ -53,6 +53,9 @@ class CrawlStats:
     fenced: int = 0
     """Results discarded because their lease had expired (a completion or a release)."""
     retries: int = 0
+    error_examples: dict[str, str] = field(default_factory=dict)
+    """The first message of each kind of error in ``errors`` that has one (a TLS
+    certificate refused, a name that does not resolve...): what a count cannot say."""
 
     def notify(self, event: Event) -> None:
         kind = type(event)
@@ -63,6 +66,8 @@ class CrawlStats:
                 self.bytes_received += event.size_bytes
             elif event.error is not None:
                 self.errors[event.error] += 1
+                if event.detail is not None:
+                    self.error_examples.setdefault(event.error, event.detail)
         elif kind is PageDone:
             assert isinstance(event, PageDone)
             self.pages += 1
@@ -74,6 +79,8 @@ class CrawlStats:
         elif kind is AttemptFailed:
             assert isinstance(event, AttemptFailed)
             self.errors[event.reason] += 1
+            if event.detail is not None:
+                self.error_examples.setdefault(event.reason, event.detail)
         elif kind is RobotsResult:
             assert isinstance(event, RobotsResult)
             if event.fetched:

@@ -47,6 +47,7 @@ def merge_snapshots(snapshots: Sequence[CrawlSnapshot], state_dir: Path) -> Craw
         in_flight=sum(s.in_flight for s in snapshots),
         counts=counts,
         errors=_sum_dicts(s.errors for s in snapshots),
+        error_examples={k: v for s in reversed(snapshots) for k, v in s.error_examples.items()},
         skipped=_sum_dicts(s.skipped for s in snapshots),
         statuses=_sum_dicts(s.statuses for s in snapshots),
         warc_files=tuple(f for s in snapshots for f in s.warc_files),
