@@ -247,6 +247,70 @@ def test_a_run_that_fetched_nothing_says_why_in_the_errors_own_words(tmp_path: P
     assert summary["error_examples"]["robots_unreachable"] in last
 
 
+_TLS_SERVER = """
+import http.server, ssl, sys
+class Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b"<html><a href='/two'>two</a></html>" if self.path != "/robots.txt" else b""
+        self.send_response(200 if body else 404)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+server = http.server.HTTPServer(("127.0.0.1", 0), Page)
+context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+context.load_cert_chain(sys.argv[1], sys.argv[2])
+server.socket = context.wrap_socket(server.socket, server_side=True)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def test_no_verify_tls_crawls_a_server_whose_certificate_does_not_check_out(
+    tmp_path: Path,
+) -> None:
+    """A self-signed certificate (an unknown authority, for another name): by default the
+    robots.txt is unreachable and the run says the certificate was refused;
+    ``--no-verify-tls`` (or ``verify-tls = false``) crawls the site."""
+    import subprocess
+    import sys
+
+    import trustme
+
+    issued = trustme.CA().issue_cert("elsewhere.test")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    issued.cert_chain_pems[0].write_to_path(str(cert))
+    issued.private_key_pem.write_to_path(str(key))
+    (tmp_path / "hosts").write_text("127.0.0.1 tls.test\n")
+    server = subprocess.Popen(
+        [sys.executable, "-c", _TLS_SERVER, str(cert), str(key)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        seed = f"https://tls.test:{server.stdout.readline().strip()}/"
+        hosts = str(tmp_path / "hosts")
+        common: tuple[str, ...] = ("--user-agent", UA, "--allow-private-networks")
+        common += ("--hosts-file", hosts, "--max-time", "4", "--stop-grace", "0.2")
+        refused = _cli("crawl", seed, "--state", str(tmp_path / "A"), *common)
+        assert refused.exit_code == ExitCode.NOTHING_FETCHED, refused.output
+        assert "certificate verify failed" in refused.output.strip().splitlines()[-1]
+        summary = tmp_path / "summary.json"
+        crawled = _cli(
+            "crawl", seed, "--state", str(tmp_path / "B"), *common, "--no-verify-tls",
+            "--summary-json", str(summary),
+        )  # fmt: skip
+        assert crawled.exit_code == ExitCode.DONE, crawled.output
+        data = json.loads(summary.read_text())
+        assert data["pages"] == 2 and data["config"]["verify_tls"] is False
+    finally:
+        server.kill()
+        server.communicate()  # reaped, its pipe closed
+
+
 def test_quiet_prints_nothing_and_the_summary_json_matches_the_exit_code(
     small_web: LiveWeb, tmp_path: Path
 ) -> None:

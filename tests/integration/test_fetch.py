@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import socket
+import ssl
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 
 import brotli
 import pytest
+import trustme
 from aiohttp import web
 
 from courtly.clock import SystemClock
@@ -38,7 +40,12 @@ class Server:
 
 
 @asynccontextmanager
-async def serve(handler: Handler, host: str = "127.0.0.1", port: int = 0) -> AsyncIterator[Server]:
+async def serve(
+    handler: Handler,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    ssl_context: ssl.SSLContext | None = None,
+) -> AsyncIterator[Server]:
     seen = Server()
 
     async def counting(request: web.Request) -> web.StreamResponse:
@@ -56,7 +63,7 @@ async def serve(handler: Handler, host: str = "127.0.0.1", port: int = 0) -> Asy
     app.router.add_route("GET", "/{tail:.*}", counting)
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.1)
     await runner.setup()
-    site = web.TCPSite(runner, host, port)
+    site = web.TCPSite(runner, host, port, ssl_context=ssl_context)
     await site.start()
     seen.port = runner.addresses[0][1]
     try:
@@ -286,6 +293,27 @@ async def test_connection_refused_is_a_connect_error() -> None:
         with pytest.raises(FetchError) as caught:
             await f.fetch(f"http://one.test:{port}/")
     assert caught.value.kind == "connect"
+
+
+async def test_a_certificate_that_does_not_check_out_is_refused_unless_told_not_to_check() -> None:
+    """An https server whose certificate is from an unknown authority and for another
+    name: refused by default (a connect error that says why), fetched with
+    ``verify_tls=False`` (the --no-verify-tls flag), the exchange still encrypted."""
+    authority = trustme.CA()
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    authority.issue_cert("elsewhere.test").configure_cert(context)
+    async with serve(page(), ssl_context=context) as server:
+        url = f"https://one.test:{server.port}/"
+        async with fetcher() as f:
+            with pytest.raises(FetchError) as caught:
+                await f.fetch(url)
+        assert caught.value.kind == "connect"
+        assert "certificate verify failed" in str(caught.value)
+        assert not server.requests  # refused in the handshake: nothing was asked
+        async with fetcher(verify_tls=False) as f:
+            result = await f.fetch(url)
+    assert result.status == 200 and result.body == PAGE
+    assert len(server.requests) == 1 and server.requests[0].secure
 
 
 @asynccontextmanager

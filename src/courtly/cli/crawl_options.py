@@ -99,6 +99,15 @@ _DECORATORS: list[Callable[[Any], Any]] = [
         help="Allow loopback/private targets (needed for the sandbox web).",
     ),
     click.option(
+        "--no-verify-tls",
+        "verify_tls",
+        is_flag=True,
+        flag_value=False,
+        default=None,
+        help="Fetch from https servers whose certificate does not check out (expired, "
+        "self-signed, another name).",
+    ),
+    click.option(
         "--scope",
         type=click.Choice(["host", "domain", "any"]),
         help="Stay on the seeds' hosts, registered domains [domain], or go anywhere; a "

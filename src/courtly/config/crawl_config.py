@@ -62,6 +62,10 @@ class CrawlConfig:
     """An /etc/hosts-format file that overrides DNS for the names it lists."""
     allow_private_networks: bool = False
     """Allow loopback/private/link-local targets (the sandbox web needs it)."""
+    verify_tls: bool = True
+    """Check https servers' certificates (chain and name); ``False`` fetches from a server
+    whose certificate is expired, self-signed or for another name, as an archive that
+    wants the page as served may (Heritrix and Scrapy do not check by default)."""
     scope: ScopeMode = "domain"
     host_key: Literal["host", "domain"] = "host"
     """Politeness unit: each host (default), or each registered domain (all its hosts share

@@ -46,6 +46,7 @@ _RULES: Final[dict[str, _Rule]] = {
     "back_queues": _Rule("count", low=1, high=10_000_000, optional=True),
     "hosts_file": _Rule("path", optional=True),
     "allow_private_networks": _Rule("bool"),
+    "verify_tls": _Rule("bool"),
     "scope": _Rule("choice", choices=("host", "domain", "any")),
     "host_key": _Rule("choice", choices=("host", "domain")),
     "include": _Rule("list"),

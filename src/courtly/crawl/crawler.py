@@ -332,6 +332,7 @@ class Crawler:
                     per_ip_concurrency=self._local_per_ip(),
                     allow_private_networks=self.config.allow_private_networks,
                     hosts_file=self.config.hosts_file,
+                    verify_tls=self.config.verify_tls,
                 ),
                 self._clock,
                 ip_gate=self._machine_gate or shared_ip_gate(self._store, self.config),

@@ -43,6 +43,8 @@ class FetchConfig:
       link-local, CGNAT, metadata, multicast and reserved addresses are refused.
     - ``hosts_file``: an ``/etc/hosts``-format file whose names bypass DNS (their
       addresses still pass the address guard).
+    - ``verify_tls``: when true (the default) an https server's certificate must check
+      out (chain and name); false fetches anyway (the exchange is still encrypted).
     - ``dns_ttl_s`` / ``dns_negative_ttl_s``: how long a DNS answer / failure is cached.
     - ``max_url_length``: longer URLs fail with ``FetchError("too_long_url")``.
     - ``keepalive_timeout_s``: an idle connection idle longer than this is never reused
@@ -68,6 +70,7 @@ class FetchConfig:
     per_ip_concurrency: int = 2
     allow_private_networks: bool = False
     hosts_file: Path | None = None
+    verify_tls: bool = True
     dns_ttl_s: float = 300.0
     dns_negative_ttl_s: float = 30.0
     max_url_length: int = DEFAULT_MAX_URL_LENGTH

@@ -210,6 +210,7 @@ class HttpFetcher:
                 resolver=PinnedResolver(self._address_for),
                 keepalive_timeout=keepalive if keepalive > 0 else None,
                 force_close=keepalive <= 0,
+                ssl=config.verify_tls,  # True: the default context, which checks
             )
             _stamp_arrivals(connector, self._clock.now)
             session = self._session = aiohttp.ClientSession(
