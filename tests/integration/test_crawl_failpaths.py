@@ -229,7 +229,8 @@ def test_a_blocked_target_says_so_and_exits_nothing_fetched(
 def test_a_run_that_fetched_nothing_says_why_in_the_errors_own_words(tmp_path: Path) -> None:
     """A seed whose robots.txt cannot be read (nothing listens at its port; the same for a
     certificate refused or a name that does not resolve): the last line names the error
-    in its own words, not only its count, and the summary keeps one example per kind."""
+    in its own words, not only its count; the summary and ``courtly status`` keep one
+    example per kind."""
     with socket.socket() as probe:  # a port nothing listens at
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -245,6 +246,10 @@ def test_a_run_that_fetched_nothing_says_why_in_the_errors_own_words(tmp_path: P
     assert f"{seed}robots.txt" in last and "Connect call failed" in last, last
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["error_examples"]["robots_unreachable"] in last
+    status = _cli("status", "--state", str(tmp_path / "S"))  # kept with the run's figures
+    assert status.exit_code == 0, status.output
+    assert "  e.g.     robots_unreachable: " in status.output
+    assert "Connect call failed" in status.output
 
 
 _TLS_SERVER = """

@@ -177,6 +177,7 @@ def status_lines(data: dict[str, Any]) -> list[str]:
             f"{last.get('bytes_received', 0) / 1e6:.1f} MB: {state}",
             *([f"why        {last['stop_detail']}"] if last.get("stop_detail") else []),
             f"errors     {_counts_words(last.get('errors'))}",
+            *_error_examples(last),
             f"skipped    {_counts_words(last.get('skipped'))}",
         ]
     config = data.get("config")
@@ -188,6 +189,25 @@ def status_lines(data: dict[str, Any]) -> list[str]:
             f"{config.get('min_delay_s')} s, concurrency "
             f"{'auto' if concurrency is None else concurrency}, store {config.get('store')}"
         )
+    return lines
+
+
+_EXAMPLES_SHOWN = 3
+_EXAMPLE_CHARS = 200
+
+
+def _error_examples(last: dict[str, Any]) -> list[str]:
+    """A line for each of the commonest errors with a message (``error_examples``): what
+    its count cannot say (a certificate refused, a name that does not resolve)."""
+    examples: dict[str, str] = last.get("error_examples") or {}
+    counts: dict[str, int] = last.get("errors") or {}
+    kinds = sorted(examples, key=lambda kind: -counts.get(kind, 0))[:_EXAMPLES_SHOWN]
+    lines = []
+    for kind in kinds:
+        text = examples[kind]
+        if len(text) > _EXAMPLE_CHARS:
+            text = text[: _EXAMPLE_CHARS - 3] + "..."
+        lines.append(f"  e.g.     {kind}: {text}")
     return lines
 
 

@@ -57,6 +57,7 @@ def last_run_record(snapshot: CrawlSnapshot, now: float) -> dict[str, Any]:
         "robots_fetches": snapshot.robots_fetches,
         "bytes_received": snapshot.bytes_received,
         "errors": snapshot.errors,
+        "error_examples": snapshot.error_examples,
         "skipped": snapshot.skipped,
         "finished": snapshot.finished,
         "stop_reason": snapshot.stop_reason,

@@ -81,6 +81,9 @@ def merge_last_runs(runs: Sequence[dict[str, Any] | None]) -> dict[str, Any] | N
         "robots_fetches": sum(run.get("robots_fetches", 0) for run in present),
         "bytes_received": sum(run.get("bytes_received", 0) for run in present),
         "errors": _sum_dicts(run.get("errors", {}) for run in present),
+        "error_examples": {
+            k: v for run in reversed(present) for k, v in run.get("error_examples", {}).items()
+        },
         "skipped": _sum_dicts(run.get("skipped", {}) for run in present),
         "finished": len(present) == len(runs) and all(run.get("finished") for run in present),
         "stop_reason": reason,
