@@ -739,3 +739,22 @@ def test_the_reading_commands_skip_a_partition_with_no_state_and_say_so(tmp_path
         assert result.exit_code == 0, result.output
         assert skipped in result.stderr
     assert not partition_dir(state, 0, 2).exists()  # reading made nothing
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_status_onto_a_full_disk_says_so_without_a_traceback(tmp_path: Path) -> None:
+    """``courtly status > /dev/full``: a line saying the disk is full and exit 1, as
+    ``export`` does; its output was written outside the error handling (a traceback)."""
+    state = _catalogue_of_5000(tmp_path / "S")
+    for extra in ([], ["--json"]):
+        with open("/dev/full", "w") as full:
+            done = subprocess.run(
+                [sys.executable, "-m", "courtly", "status", "--state", str(state), *extra],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        assert done.returncode == 1, done.stderr
+        assert "the disk is full" in done.stderr and "Traceback" not in done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -127,13 +128,14 @@ def status(
             "progress_age_s": (time.time() - min(ticks)) if ticks else None,
         }
 
-    with expected_errors():
+    with expected_errors():  # the output too: a full disk or a closed pipe is said, once
         data = run_async(read())
-    if as_json:
-        click.echo(json.dumps(data, indent=2, sort_keys=True))
-        return
-    for line in status_lines(data):
-        click.echo(line)
+        if as_json:
+            click.echo(json.dumps(data, indent=2, sort_keys=True))
+        else:
+            for line in status_lines(data):
+                click.echo(line)
+        sys.stdout.flush()
 
 
 def _counts_words(items: dict[str, int] | None) -> str:
