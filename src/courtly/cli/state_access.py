@@ -37,25 +37,25 @@ def crawl_dirs(state_dir: Path) -> list[Path]:
     with a warning on standard error, so that what the others hold can still be read.
     With none left, :class:`StateError` says there is no crawl state."""
     from courtly.parallel import state_dirs
+    from courtly.parallel.layout import partitions_without_state
 
     dirs = state_dirs(state_dir)
     if len(dirs) == 1 and dirs[0] == state_dir:
         return dirs
-    present = [d for d in dirs if os.path.lexists(d / STATE_FILE)]
-    if not present:
+    missing = partitions_without_state(state_dir, len(dirs))
+    if len(missing) == len(dirs):
         raise StateError(
             f"{state_dir}: no crawl state here (none of its {len(dirs)} partitions holds a "
             "state file: the crawl was stopped as it started); start a crawl with "
             f"courtly crawl --state {state_dir} SEED..."
         )
-    for index, directory in enumerate(dirs):
-        if directory not in present:
-            click.echo(
-                f"warning: {directory}: partition {index} of {len(dirs)} holds no crawl state "
-                "(the crawl was stopped as it started, or its directory was removed): skipped",
-                err=True,
-            )
-    return present
+    for index in missing:
+        click.echo(
+            f"warning: {dirs[index]}: partition {index} of {len(dirs)} holds no crawl state "
+            "(the crawl was stopped as it started, or its directory was removed): skipped",
+            err=True,
+        )
+    return [directory for index, directory in enumerate(dirs) if index not in missing]
 
 
 def open_existing(state_dir: Path) -> Any:
