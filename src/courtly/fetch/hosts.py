@@ -61,11 +61,11 @@ def parse_hosts_text(text: str, skipped: list[str] | None = None) -> dict[str, l
                 skipped.append(f"line {number}: an address without a name")
             continue
         for name in fields[1:]:
-            if not name.isascii() and _idna_name(name) is None:
+            key = normalise_host_name(name) if name.isascii() else _idna_name(name)
+            if key is None:
                 if skipped is not None:
                     skipped.append(f"line {number}: {name!r} is not a valid host name")
                 continue
-            key = normalise_host_name(name)
             if not key:
                 continue
             addresses = table.setdefault(key, [])
