@@ -99,14 +99,14 @@ def read_seeds_file(path: Path, stdin: BinaryIO | None = None) -> list[str]:
     """One URL per line (UTF-8; a byte order mark and CRLF line ends as editors on Windows
     save them are read as without); blank lines and ``#`` comments ignored. ``stdin``, if
     given, is read instead when ``path`` is ``-`` (``--seeds-file -``: seeds piped in)."""
-    piped = stdin is not None and str(path) == "-"
+    piped = stdin if str(path) == "-" else None
     try:
-        if stdin is not None and piped:
-            text = stdin.read().decode("utf-8-sig")
+        if piped is not None:
+            text = piped.read().decode("utf-8-sig")
         else:
             text = path.read_text(encoding="utf-8-sig")
     except (OSError, UnicodeDecodeError) as error:
-        name = "- (standard input)" if piped else str(path)
+        name = "- (standard input)" if piped is not None else str(path)
         raise ConfigError(f"cannot read seeds file {name}: {error}") from None
     lines = text.splitlines()
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
